@@ -1,0 +1,154 @@
+"""Settings, read only from the environment (see the README's configuration table).
+
+With no DATABASE_URL and no REDIS_URL the gateway runs embedded: SQLite, an in-process
+worker and an in-process event bus. With both set it runs the production path: Postgres,
+Celery workers and Redis Streams.
+"""
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"
+
+env = environ.Env()
+
+DEBUG = env.bool("DEBUG", default=False)
+SECRET_KEY = env.str("SECRET_KEY", default="dev-insecure-change-me-" + "0" * 40)
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "responses_app",
+    "mcp_tools",
+]
+
+MIDDLEWARE = [
+    "responses_app.middleware.ApiErrorMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "gateway.urls"
+ASGI_APPLICATION = "gateway.asgi.application"
+APPEND_SLASH = False
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- database: Postgres when DATABASE_URL is set, else SQLite under var/ -------------------
+DATABASE_URL = env.str("DATABASE_URL", default="")
+if DATABASE_URL:
+    DATABASES = {"default": env.db_url_config(DATABASE_URL)}
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # A pool, not persistent connections: ASGI requests and worker threads come and go.
+        DATABASES["default"]["CONN_MAX_AGE"] = 0
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 2,
+            "max_size": env.int("DATABASE_POOL_SIZE", default=20),
+            "timeout": 10,
+        }
+else:
+    VAR_DIR.mkdir(exist_ok=True)
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": VAR_DIR / "gateway.sqlite3",
+            "OPTIONS": {
+                "timeout": 20,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
+        }
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+
+# Bodies over this size get a 413 JSON error (Codex sends its whole history every turn).
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("MAX_REQUEST_BODY_BYTES", default=16 * 1024 * 1024)
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["responses_app.auth.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "responses_app.errors.drf_exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+
+# --- the gateway ---------------------------------------------------------------------------
+UPSTREAM_BASE_URL = env.str("UPSTREAM_BASE_URL", default="http://127.0.0.1:11434/v1").rstrip("/")
+UPSTREAM_API_KEY = env.str("UPSTREAM_API_KEY", default="")
+UPSTREAM_CONNECT_TIMEOUT = env.float("UPSTREAM_CONNECT_TIMEOUT", default=10.0)
+# No byte from the upstream for this long fails the run with `request_timeout`.
+UPSTREAM_TIMEOUT = env.float("UPSTREAM_TIMEOUT", default=120.0)
+UPSTREAM_MAX_TOKENS_PARAM = env.str("UPSTREAM_MAX_TOKENS_PARAM", default="max_completion_tokens")
+# Comma-separated model names for GET /v1/models; empty asks the upstream's /models.
+GATEWAY_MODELS = env.list("GATEWAY_MODELS", default=[])
+
+SSE_KEEPALIVE_SECONDS = env.float("SSE_KEEPALIVE_SECONDS", default=15.0)
+# Stream events stay replayable this long after a run ends.
+EVENT_RETENTION_SECONDS = env.int("EVENT_RETENTION_SECONDS", default=24 * 3600)
+# The worker coalesces events written within this window into one Redis entry.
+STREAM_FLUSH_INTERVAL_MS = env.float("STREAM_FLUSH_INTERVAL_MS", default=10.0)
+# The longest a run may take end to end.
+RUN_DEADLINE_SECONDS = env.int("RUN_DEADLINE_SECONDS", default=3600)
+
+# --- event bus and worker: Redis + Celery when REDIS_URL is set, else in-process -----------
+REDIS_URL = env.str("REDIS_URL", default="")
+EMBEDDED = not REDIS_URL
+EMBEDDED_WORKER_THREADS = env.int("EMBEDDED_WORKER_THREADS", default=32)
+
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_WORKER_POOL = "threads"
+CELERY_WORKER_CONCURRENCY = env.int("WORKER_CONCURRENCY", default=200)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": RUN_DEADLINE_SECONDS + 600}
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="WARNING")},
+    "loggers": {"responses_app": {"level": env.str("LOG_LEVEL", default="INFO")}},
+}

@@ -1,0 +1,1 @@
+"""The Responses API: tenants and keys, stored responses, the API views and the run worker."""

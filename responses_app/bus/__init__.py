@@ -1,0 +1,26 @@
+"""The event bus: one append-only event log per response, written by the run and read by
+the relay. Redis Streams when REDIS_URL is set, an in-process log otherwise; both behind
+the same two halves: `writer()` for the run's loop, `subscribe()` for the web's loop.
+"""
+from functools import lru_cache
+
+from django.conf import settings
+
+from .entries import Entry, KEEPALIVE, StreamFenced  # noqa: F401
+
+
+@lru_cache(maxsize=1)
+def event_bus():
+    """The process-wide bus chosen by settings."""
+    if settings.EMBEDDED:
+        from .memory import MemoryEventBus
+
+        return MemoryEventBus(retention_seconds=settings.EVENT_RETENTION_SECONDS)
+    from .redis import RedisEventBus
+
+    return RedisEventBus(
+        settings.REDIS_URL,
+        retention_seconds=settings.EVENT_RETENTION_SECONDS,
+        run_deadline_seconds=settings.RUN_DEADLINE_SECONDS,
+        flush_interval=settings.STREAM_FLUSH_INTERVAL_MS / 1000,
+    )

@@ -1,0 +1,43 @@
+"""What travels on the bus: entries holding a run of numbered SSE event blocks.
+
+An entry holds the rendered events `first..last` (sequence numbers) as SSE bytes, whether
+the terminal event is among them (`end`), or, instead of events, the error that ended the
+run before it started (`error`: the HTTP status and OpenAI error body to answer with).
+"""
+from dataclasses import dataclass
+
+from ..translation.sse import split_blocks
+
+
+class StreamFenced(Exception):
+    """Another writer owns this response's event log: this run must stop writing."""
+
+
+@dataclass
+class Entry:
+    first: int
+    last: int
+    data: bytes
+    end: bool = False
+    error: dict | None = None
+
+    def after(self, sequence_number: int) -> "Entry | None":
+        """This entry without the events numbered `sequence_number` or lower."""
+        if self.error is not None or self.first > sequence_number:
+            return self
+        if self.last <= sequence_number:
+            return None
+        blocks = split_blocks(self.data)[sequence_number - self.first + 1:]
+        return Entry(sequence_number + 1, self.last, b"".join(blocks), self.end)
+
+    def merged(self, later: "Entry") -> "Entry":
+        return Entry(self.first, later.last, self.data + later.data, later.end)
+
+
+def error_entry(status: int, body: dict, headers: dict | None = None) -> Entry:
+    """The entry that answers the request with an HTTP error instead of a stream."""
+    return Entry(first=-1, last=-1, data=b"", end=True,
+                 error={"status": status, "body": body, "headers": headers or {}})
+
+
+KEEPALIVE = object()

@@ -1,0 +1,88 @@
+"""The in-process event bus of the embedded mode: logs in memory, readers on any loop.
+
+The run writes from the worker's loop thread; readers live on the web server's loop, so
+entries cross threads with `call_soon_threadsafe`. Logs are dropped `retention_seconds`
+after they end.
+"""
+import threading
+import time
+from collections import deque
+
+from .entries import Entry, StreamFenced
+from .subscription import Subscription
+
+
+class _Log:
+    def __init__(self):
+        self.entries: list[Entry] = []
+        self.subscribers: set[Subscription] = set()
+        self.writer: object | None = None
+
+
+class MemoryEventBus:
+    def __init__(self, retention_seconds: int):
+        self.retention_seconds = retention_seconds
+        self._logs: dict[str, _Log] = {}
+        self._ended: deque[tuple[float, str]] = deque()
+        self._lock = threading.Lock()
+
+    # --- writing (the run's loop) --------------------------------------------------------------
+    def writer(self, response_id: str) -> "MemoryLogWriter":
+        return MemoryLogWriter(self, response_id)
+
+    def _append(self, response_id: str, writer: object, entry: Entry) -> None:
+        with self._lock:
+            log = self._logs.setdefault(response_id, _Log())
+            if log.writer is None:
+                log.writer = writer
+            elif log.writer is not writer or (log.entries and log.entries[-1].end):
+                raise StreamFenced(response_id)
+            log.entries.append(entry)
+            subscribers = list(log.subscribers)
+            if entry.end:
+                self._ended.append((time.monotonic() + self.retention_seconds, response_id))
+            self._expire()
+        for subscription in subscribers:
+            subscription.loop.call_soon_threadsafe(subscription.deliver, entry)
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        while self._ended and self._ended[0][0] <= now:
+            _, response_id = self._ended.popleft()
+            self._logs.pop(response_id, None)
+
+    # --- reading (the web's loop) --------------------------------------------------------------
+    async def subscribe(self, response_id: str, after: int = -1) -> Subscription:
+        subscription = Subscription(response_id, after, on_close=self._unsubscribe)
+        with self._lock:
+            log = self._logs.setdefault(response_id, _Log())
+            log.subscribers.add(subscription)
+            backlog = list(log.entries)
+        for entry in backlog:
+            subscription.deliver(entry)
+        return subscription
+
+    def _unsubscribe(self, subscription: Subscription) -> None:
+        with self._lock:
+            log = self._logs.get(subscription.response_id)
+            if log is not None:
+                log.subscribers.discard(subscription)
+
+    def has_log(self, response_id: str) -> bool:
+        with self._lock:
+            log = self._logs.get(response_id)
+            return bool(log and log.entries)
+
+
+class MemoryLogWriter:
+    """The run's handle on one response's log."""
+
+    def __init__(self, bus: MemoryEventBus, response_id: str):
+        self.bus = bus
+        self.response_id = response_id
+
+    async def append(self, entry: Entry, urgent: bool = False) -> None:
+        self.bus._append(self.response_id, self, entry)
+
+    async def close(self) -> None:
+        return None

@@ -1,0 +1,208 @@
+"""The production event bus on Redis Streams: one stream per response.
+
+Entry ids are `1-<last sequence number in the entry>`, so `starting_after=N` is a cursor
+(`XREAD` from `1-N`) and a second writer's `XADD` of an id at or below the top fails: a
+zombie run cannot interleave events. An error that ended a run before it started is the
+entry `0-1`. Streams expire (PEXPIRE) `retention_seconds` after their last entry.
+
+Writers coalesce: entries of a stream written within `flush_interval` become one Redis
+entry, and all pending streams go out in one pipeline. Urgent entries (the start, the
+first text, the end) go out at once. Readers share one multiplexed XREAD per process.
+"""
+import asyncio
+import logging
+import os
+
+import orjson
+import redis.asyncio as aioredis
+from redis.exceptions import ResponseError
+
+from ..errors import error_body
+from .entries import Entry, StreamFenced, error_entry
+from .subscription import Subscription
+
+log = logging.getLogger(__name__)
+
+KEY_PREFIX = "gw:events:"
+ERROR_ENTRY_ID = "0-1"
+READ_BLOCK_MS = 30_000
+
+
+def stream_key(response_id: str) -> str:
+    return KEY_PREFIX + response_id
+
+
+def encode(entry: Entry) -> dict:
+    if entry.error is not None:
+        return {"x": orjson.dumps(entry.error)}
+    fields = {"f": entry.first, "d": entry.data}
+    if entry.end:
+        fields["e"] = 1
+    return fields
+
+
+def decode(entry_id: bytes, fields: dict) -> Entry:
+    if b"x" in fields:
+        error = orjson.loads(fields[b"x"])
+        return Entry(first=-1, last=-1, data=b"", end=True, error=error)
+    last = int(entry_id.split(b"-", 1)[1])
+    return Entry(first=int(fields[b"f"]), last=last, data=fields[b"d"], end=b"e" in fields)
+
+
+class RedisEventBus:
+    def __init__(self, url: str, *, retention_seconds: int, run_deadline_seconds: int,
+                 flush_interval: float):
+        self.url = url
+        self.retention_ms = retention_seconds * 1000
+        self.running_ttl_ms = (run_deadline_seconds + retention_seconds) * 1000
+        self.flush_interval = flush_interval
+        self._writers: dict = {}  # event loop -> _StreamWriter
+        self._hubs: dict = {}     # event loop -> _ReadHub
+
+    # --- writing (the run's loop) --------------------------------------------------------------
+    def writer(self, response_id: str) -> "RedisLogWriter":
+        loop = asyncio.get_running_loop()
+        shared = self._writers.get(loop)
+        if shared is None:
+            shared = self._writers[loop] = _StreamWriter(self)
+        return RedisLogWriter(shared, response_id)
+
+    # --- reading (the web's loop) --------------------------------------------------------------
+    async def subscribe(self, response_id: str, after: int = -1) -> Subscription:
+        loop = asyncio.get_running_loop()
+        hub = self._hubs.get(loop)
+        if hub is None:
+            hub = self._hubs[loop] = _ReadHub(self)
+        return await hub.subscribe(response_id, after)
+
+    async def has_log(self, response_id: str) -> bool:
+        loop = asyncio.get_running_loop()
+        hub = self._hubs.get(loop) or self._hubs.setdefault(loop, _ReadHub(self))
+        return bool(await hub.client.exists(stream_key(response_id)))
+
+
+class RedisLogWriter:
+    """The run's handle on one response's stream."""
+
+    def __init__(self, shared: "_StreamWriter", response_id: str):
+        self.shared = shared
+        self.key = stream_key(response_id)
+
+    async def append(self, entry: Entry, urgent: bool = False) -> None:
+        await self.shared.append(self.key, entry, urgent or entry.end)
+
+    async def close(self) -> None:
+        self.shared.fenced.discard(self.key)
+
+
+class _StreamWriter:
+    """All writes of one event loop: pending entries per stream, flushed in pipelines."""
+
+    def __init__(self, bus: RedisEventBus):
+        self.bus = bus
+        self.client = aioredis.Redis.from_url(bus.url, max_connections=64)
+        self.pending: dict[str, Entry] = {}
+        self.fenced: set[str] = set()
+        self.lock = asyncio.Lock()
+        self.flush_scheduled = False
+
+    async def append(self, key: str, entry: Entry, urgent: bool) -> None:
+        if key in self.fenced:
+            raise StreamFenced(key)
+        previous = self.pending.get(key)
+        self.pending[key] = entry if previous is None else previous.merged(entry)
+        if urgent:
+            await self.flush()
+            if key in self.fenced:
+                raise StreamFenced(key)
+        elif not self.flush_scheduled:
+            self.flush_scheduled = True
+            asyncio.get_running_loop().call_later(self.bus.flush_interval, self._flush_soon)
+
+    def _flush_soon(self) -> None:
+        self.flush_scheduled = False
+        if self.pending:
+            asyncio.ensure_future(self.flush())
+
+    async def flush(self) -> None:
+        async with self.lock:
+            if not self.pending:
+                return
+            batch, self.pending = self.pending, {}
+            pipe = self.client.pipeline(transaction=False)
+            for key, entry in batch.items():
+                entry_id = ERROR_ENTRY_ID if entry.error is not None else f"1-{entry.last}"
+                pipe.xadd(key, encode(entry), id=entry_id)
+                if entry.end:
+                    pipe.pexpire(key, self.bus.retention_ms)
+                elif entry.first == 0:
+                    pipe.pexpire(key, self.bus.running_ttl_ms)
+            results = await pipe.execute(raise_on_error=False)
+        keys = [key for key, entry in batch.items() for _ in range(1 + (entry.end or entry.first == 0))]
+        for key, result in zip(keys, results):
+            if isinstance(result, ResponseError):
+                log.warning("event stream %s refused a write: %s", key, result)
+                self.fenced.add(key)
+            elif isinstance(result, Exception):
+                raise result
+
+
+class _ReadHub:
+    """One blocking XREAD over every stream this process relays, fanned out to readers."""
+
+    def __init__(self, bus: RedisEventBus):
+        self.bus = bus
+        self.client = aioredis.Redis.from_url(bus.url, max_connections=64)
+        self.reader = aioredis.Redis.from_url(bus.url, max_connections=1)
+        self.wake_key = f"gw:wake:{os.getpid()}:{os.urandom(4).hex()}"
+        self.wake_id = b"0-0"
+        self.subscribers: dict[str, set[Subscription]] = {}
+        self.task: asyncio.Task | None = None
+
+    async def subscribe(self, response_id: str, after: int) -> Subscription:
+        key = stream_key(response_id)
+        subscription = Subscription(response_id, after, on_close=self._unsubscribe)
+        subscription.key = key
+        self.subscribers.setdefault(key, set()).add(subscription)
+        if self.task is None or self.task.done():
+            self.task = asyncio.ensure_future(self._read_forever())
+        else:
+            await self.client.xadd(self.wake_key, {"w": 1}, maxlen=16, approximate=True)
+        return subscription
+
+    def _unsubscribe(self, subscription: Subscription) -> None:
+        group = self.subscribers.get(subscription.key)
+        if group is not None:
+            group.discard(subscription)
+            if not group:
+                del self.subscribers[subscription.key]
+
+    def _cursor(self, key: str) -> str:
+        lowest = min(s.cursor for s in self.subscribers[key])
+        return "0-0" if lowest < 0 else f"1-{lowest}"
+
+    async def _read_forever(self) -> None:
+        try:
+            await self.client.expire(self.wake_key, 24 * 3600)
+            while self.subscribers:
+                streams = {self.wake_key: self.wake_id}
+                for key in self.subscribers:
+                    streams[key] = self._cursor(key)
+                reply = await self.reader.xread(streams, block=READ_BLOCK_MS)
+                for raw_key, entries in reply or ():
+                    key = raw_key.decode()
+                    if key == self.wake_key:
+                        self.wake_id = entries[-1][0]
+                        continue
+                    for subscription in list(self.subscribers.get(key, ())):
+                        for entry_id, fields in entries:
+                            subscription.deliver(decode(entry_id, fields))
+        except Exception as exc:  # Redis gone: every reader gets the failure
+            log.error("event stream reader failed: %s", exc)
+            failure = error_entry(503, error_body(
+                "The event stream is unavailable; retry shortly.", "server_error", None,
+                "service_unavailable"))
+            for group in self.subscribers.values():
+                for subscription in group:
+                    subscription.queue.put_nowait(failure)
+            self.subscribers.clear()

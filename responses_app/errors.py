@@ -1,0 +1,107 @@
+"""The one error hierarchy of the API and its rendering as OpenAI-shaped JSON.
+
+Every error a client sees is `{"error": {"message", "type", "param", "code"}}` with the
+right HTTP status, whether it was raised by our code, by DRF or by Django.
+"""
+from django.core.exceptions import RequestDataTooBig
+from django.http import JsonResponse
+from rest_framework import exceptions as drf_exceptions
+
+
+class APIError(Exception):
+    status = 400
+    type = "invalid_request_error"
+    code = None
+
+    def __init__(self, message, *, param=None, code=None, status=None, type=None, headers=None):
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        if code is not None:
+            self.code = code
+        if status is not None:
+            self.status = status
+        if type is not None:
+            self.type = type
+        self.headers = headers or {}
+
+
+class InvalidRequest(APIError):
+    pass
+
+
+class AuthenticationError(APIError):
+    status = 401
+    code = "invalid_api_key"
+
+
+class NotFound(APIError):
+    status = 404
+    code = "not_found"
+
+
+class BodyTooLarge(APIError):
+    status = 413
+    code = "request_too_large"
+
+
+class ServiceUnavailable(APIError):
+    status = 503
+    type = "server_error"
+    code = "service_unavailable"
+
+
+class ServerError(APIError):
+    status = 500
+    type = "server_error"
+    code = "server_error"
+
+
+def error_body(message, type="invalid_request_error", param=None, code=None):
+    return {"error": {"message": message, "type": type, "param": param, "code": code}}
+
+
+def error_response(exc: APIError) -> JsonResponse:
+    response = JsonResponse(error_body(exc.message, exc.type, exc.param, exc.code), status=exc.status)
+    for name, value in exc.headers.items():
+        response[name] = value
+    return response
+
+
+def as_api_error(exc: BaseException) -> APIError | None:
+    """Map exceptions raised by our code, DRF or Django to an APIError; None if unknown."""
+    if isinstance(exc, APIError):
+        return exc
+    if isinstance(exc, RequestDataTooBig):
+        return BodyTooLarge("The request body is larger than this server accepts.")
+    if isinstance(exc, drf_exceptions.NotAuthenticated | drf_exceptions.AuthenticationFailed):
+        return AuthenticationError(_detail(exc) or "Missing or invalid API key.")
+    if isinstance(exc, drf_exceptions.ParseError):
+        return InvalidRequest(f"The body is not valid JSON: {_detail(exc)}", code="invalid_json")
+    if isinstance(exc, drf_exceptions.NotFound):
+        return NotFound(_detail(exc) or "Not found.")
+    if isinstance(exc, drf_exceptions.MethodNotAllowed):
+        return APIError(_detail(exc), status=405, code="method_not_allowed")
+    if isinstance(exc, drf_exceptions.UnsupportedMediaType):
+        return APIError(_detail(exc), status=415, code="unsupported_media_type")
+    if isinstance(exc, drf_exceptions.ValidationError):
+        return InvalidRequest(str(exc.detail))
+    if isinstance(exc, drf_exceptions.APIException):
+        return APIError(_detail(exc), status=exc.status_code, code=exc.default_code)
+    return None
+
+
+def _detail(exc) -> str:
+    detail = getattr(exc, "detail", None)
+    return str(detail) if detail is not None else str(exc)
+
+
+def drf_exception_handler(exc, context):
+    """DRF's EXCEPTION_HANDLER: render every DRF and API error in our shape."""
+    api_error = as_api_error(exc)
+    if api_error is None:
+        return None  # unknown: re-raised, then rendered as a 500 by ApiErrorMiddleware
+    response = error_response(api_error)
+    if api_error.status == 401:
+        response["WWW-Authenticate"] = "Bearer"
+    return response

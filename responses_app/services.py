@@ -1,0 +1,74 @@
+"""Writes on the request side: create a response (persist, then dispatch), delete one."""
+import time
+from datetime import datetime, timezone
+
+from django.db import transaction
+
+from .create_request import CreateRequest
+from .dispatch import dispatch_run
+from .errors import InvalidRequest, NotFound
+from .history import chain_items
+from .ids import new_id
+from .models import ResponseStatus, StoredResponse, Tenant
+from .translation.resource import new_response_resource
+
+
+def response_create(tenant: Tenant, create: CreateRequest) -> StoredResponse:
+    """Persist the request as a queued response and start its run once committed."""
+    previous = create.previous_response_id
+    if previous and not _is_stored(tenant, previous):
+        raise InvalidRequest(f"Previous response with id '{previous}' not found.",
+                             param="previous_response_id", code="previous_response_not_found")
+    input_items = _resolve_item_references(tenant, create)
+    created_at = time.time()
+    response_id = new_id("resp")
+    resource = new_response_resource(
+        response_id=response_id, created_at=int(created_at), model=create.model,
+        params=create.params, instructions=create.instructions,
+        previous_response_id=previous, store=create.store, background=create.background,
+        status=ResponseStatus.QUEUED.value,
+    )
+    with transaction.atomic():
+        row = StoredResponse.objects.create(
+            id=response_id, tenant=tenant, status=ResponseStatus.QUEUED, model=create.model,
+            store=create.store, background=create.background, previous_response_id=previous,
+            created_at=datetime.fromtimestamp(created_at, timezone.utc),
+            request={"instructions": create.instructions, "params": create.params,
+                     "include": create.include},
+            input_items=input_items, resource=resource,
+        )
+        transaction.on_commit(lambda: dispatch_run(response_id))
+    return row
+
+
+def response_delete(tenant: Tenant, response_id: str) -> None:
+    deleted, _ = StoredResponse.objects.filter(id=response_id, tenant=tenant, store=True).delete()
+    if not deleted:
+        raise NotFound(f"No response found with id '{response_id}'.", param="response_id")
+
+
+def _is_stored(tenant: Tenant, response_id: str) -> bool:
+    return StoredResponse.objects.filter(id=response_id, tenant=tenant, store=True).exists()
+
+
+def _resolve_item_references(tenant: Tenant, create: CreateRequest) -> list[dict]:
+    """Replace `item_reference` items by the stored items they name (from the chain)."""
+    if not any(item["type"] == "item_reference" for item in create.input_items):
+        return create.input_items
+    known = {}
+    if create.previous_response_id:
+        for item in chain_items(tenant.id, create.previous_response_id) or ():
+            if "id" in item:
+                known[item["id"]] = item
+    resolved = []
+    for index, item in enumerate(create.input_items):
+        if item["type"] != "item_reference":
+            resolved.append(item)
+        elif item["id"] in known:
+            resolved.append(known[item["id"]])
+        else:
+            raise InvalidRequest(f"Item with id '{item['id']}' not found.",
+                                 param=f"input[{index}].id", code="item_not_found")
+    return resolved
+
+

@@ -1,0 +1,214 @@
+"""Responses request + conversation items → a Chat Completions request body (pure).
+
+The message list must be valid for strict backends: every `tool` message follows the
+assistant message whose `tool_calls` holds its id, calls of one turn share one assistant
+message, unanswered calls are dropped and duplicate outputs are dropped.
+"""
+from dataclasses import dataclass, field
+
+NAMESPACE_SEPARATOR = "__"
+SYSTEM_ROLES = {"system": "system", "developer": "system"}
+LOGPROBS_INCLUDE = "message.output_text.logprobs"
+
+
+@dataclass
+class ChatRequest:
+    body: dict
+    # upstream function name -> (name, namespace) for flattened namespace tools
+    function_names: dict = field(default_factory=dict)
+
+
+def build_chat_request(*, model: str, instructions: str | None, items: list[dict],
+                       params: dict, include: list[str], max_tokens_param: str) -> ChatRequest:
+    messages = []
+    if instructions:
+        messages.append({"role": "system", "content": instructions})
+    messages.extend(messages_from_items(items))
+    body = {"model": model, "messages": messages, "stream": True,
+            "stream_options": {"include_usage": True}}
+    for name in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
+        if params.get(name) is not None:
+            body[name] = params[name]
+    if params.get("max_output_tokens") is not None:
+        body[max_tokens_param] = params["max_output_tokens"]
+    tools, function_names = _chat_tools(params.get("tools") or [])
+    tools, tool_choice = _apply_tool_choice(tools, params.get("tool_choice"), function_names)
+    if tools:
+        body["tools"] = tools
+        body["tool_choice"] = tool_choice
+        body["parallel_tool_calls"] = params.get("parallel_tool_calls", True)
+    response_format = _response_format((params.get("text") or {}).get("format"))
+    if response_format:
+        body["response_format"] = response_format
+    effort = (params.get("reasoning") or {}).get("effort")
+    if effort:
+        body["reasoning_effort"] = effort
+    user = params.get("safety_identifier") or params.get("user")
+    if user:
+        body["user"] = user
+    if LOGPROBS_INCLUDE in include or params.get("top_logprobs"):
+        body["logprobs"] = True
+        if params.get("top_logprobs"):
+            body["top_logprobs"] = params["top_logprobs"]
+    return ChatRequest(body=body, function_names=function_names)
+
+
+# --- messages ------------------------------------------------------------------------------
+
+def messages_from_items(items: list[dict]) -> list[dict]:
+    calls_by_id = {i["call_id"]: i for i in items if i.get("type") == "function_call"}
+    messages: list[dict] = []
+    answered: set[str] = set()
+    for item in items:
+        kind = item.get("type")
+        last = messages[-1] if messages else None
+        if kind == "message":
+            message = _message(item)
+            if message is None:
+                continue
+            if message["role"] == "assistant" and last is not None and last["role"] == "assistant":
+                last["content"] = _join(last["content"], message["content"])
+            else:
+                messages.append(message)
+        elif kind == "function_call":
+            call = _chat_call(item)
+            if last is not None and last["role"] == "assistant":
+                last.setdefault("tool_calls", []).append(call)
+            else:
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind == "function_call_output":
+            call_id = item["call_id"]
+            if call_id in answered:
+                continue
+            if call_id not in _trailing_call_ids(messages):
+                stored = calls_by_id.get(call_id)
+                call = _chat_call(stored) if stored else {
+                    "id": call_id, "type": "function",
+                    "function": {"name": "function", "arguments": "{}"}}
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": item["output"]})
+            answered.add(call_id)
+        # reasoning and anything else is not sent upstream
+    return _drop_unanswered_calls(messages, answered)
+
+
+def _chat_call(item) -> dict:
+    return {"id": item["call_id"], "type": "function",
+            "function": {"name": _upstream_name(item), "arguments": item["arguments"] or "{}"}}
+
+
+def _trailing_call_ids(messages) -> set[str]:
+    """Ids of the assistant tool calls that tool messages at the end may still answer."""
+    for message in reversed(messages):
+        if message["role"] == "tool":
+            continue
+        if message["role"] == "assistant":
+            return {call["id"] for call in message.get("tool_calls") or ()}
+        return set()
+    return set()
+
+
+def _drop_unanswered_calls(messages, answered) -> list[dict]:
+    result = []
+    for message in messages:
+        calls = message.get("tool_calls")
+        if calls is not None:
+            kept = [call for call in calls if call["id"] in answered]
+            if kept:
+                message["tool_calls"] = kept
+            else:
+                del message["tool_calls"]
+                if not message.get("content"):
+                    continue
+        result.append(message)
+    return result
+
+
+def _message(item) -> dict | None:
+    role = item["role"]
+    parts = item.get("content") or []
+    if role == "user":
+        if any(p.get("type") == "input_image" for p in parts):
+            content = [_user_part(p) for p in parts]
+        else:
+            content = "\n".join(_part_text(p) for p in parts)
+        return {"role": "user", "content": content}
+    text = "\n".join(_part_text(p) for p in parts)
+    if role == "assistant":
+        return {"role": "assistant", "content": text} if text else None
+    return {"role": SYSTEM_ROLES[role], "content": text}
+
+
+def _part_text(part) -> str:
+    return part.get("text") or part.get("refusal") or ""
+
+
+def _user_part(part) -> dict:
+    if part.get("type") == "input_image":
+        return {"type": "image_url",
+                "image_url": {"url": part["image_url"], "detail": part.get("detail") or "auto"}}
+    return {"type": "text", "text": _part_text(part)}
+
+
+def _join(first, second) -> str:
+    return "\n".join(text for text in (first, second) if text)
+
+
+def _upstream_name(call_item) -> str:
+    namespace = call_item.get("namespace")
+    name = call_item["name"]
+    return f"{namespace}{NAMESPACE_SEPARATOR}{name}" if namespace else name
+
+
+# --- tools and formats ---------------------------------------------------------------------
+
+def _chat_tools(tools: list[dict]) -> tuple[list[dict], dict]:
+    chat_tools, names = [], {}
+    for tool in tools:
+        if tool["type"] == "function":
+            chat_tools.append(_chat_function(tool, tool["name"]))
+        elif tool["type"] == "namespace":
+            for inner in tool["tools"]:
+                upstream = f"{tool['name']}{NAMESPACE_SEPARATOR}{inner['name']}"
+                names[upstream] = (inner["name"], tool["name"])
+                chat_tools.append(_chat_function(inner, upstream))
+    return chat_tools, names
+
+
+def _chat_function(tool, name) -> dict:
+    function = {"name": name,
+                "parameters": tool.get("parameters") or {"type": "object", "properties": {}}}
+    if tool.get("description"):
+        function["description"] = tool["description"]
+    if tool.get("strict"):
+        function["strict"] = True
+    return {"type": "function", "function": function}
+
+
+def _apply_tool_choice(tools, choice, function_names):
+    if not tools:
+        return [], None
+    if choice is None or isinstance(choice, str):
+        return tools, choice or "auto"
+    if choice["type"] == "function":
+        upstream = next((up for up, (name, _) in function_names.items()
+                         if name == choice["name"]), choice["name"])
+        return tools, {"type": "function", "function": {"name": upstream}}
+    allowed = {t.get("name") for t in choice["tools"] if isinstance(t, dict)}
+    kept = [t for t in tools
+            if function_names.get(t["function"]["name"], (t["function"]["name"],))[0] in allowed
+            or t["function"]["name"] in allowed]
+    if not kept:
+        return [], None
+    return kept, choice["mode"]
+
+
+def _response_format(fmt) -> dict | None:
+    if not fmt or fmt.get("type") == "text":
+        return None
+    if fmt["type"] == "json_object":
+        return {"type": "json_object"}
+    schema = {"name": fmt["name"], "schema": fmt["schema"], "strict": fmt.get("strict", False)}
+    if fmt.get("description"):
+        schema["description"] = fmt["description"]
+    return {"type": "json_schema", "json_schema": schema}

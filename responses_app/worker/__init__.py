@@ -1,0 +1,1 @@
+"""The worker side: claim a response, call the upstream, publish events, store the result."""

@@ -1,0 +1,251 @@
+"""Canned upstream behaviours for the fake OpenAI-compatible LLM server.
+
+Pure data plus tiny helpers, no server code (that lives in ``tests.fake_upstream``).
+Each :class:`Scenario` is keyed by the model name a client sends.  Chunks look like
+the ``chat.completion.chunk`` objects a vLLM server streams: a first delta with
+``role``, content / reasoning / tool-call / refusal deltas, a chunk carrying
+``finish_reason`` and a final ``choices: []`` chunk with ``usage``.
+
+Dynamic model names handled by :func:`scenario_for`:
+
+* ``fake-echo``          -- echoes a compact rendering of the request ``messages``;
+* ``bench-<n>-<ms>``     -- n content chunks ``"w<i> "`` paced ``ms`` milliseconds apart;
+* ``fake-slow-<ms>``     -- ``fake-text`` with a first-byte delay of ``ms`` milliseconds;
+* anything else unknown  -- ``fake-text``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+
+CREATED = 1700000000
+
+
+@dataclass(frozen=True)
+class Scenario:
+    chunks: list[dict] = field(default_factory=list)
+    status: int = 200
+    error_body: dict | None = None
+    headers: dict = field(default_factory=dict)
+    drop_after: int | None = None
+    bad_chunk_after: int | None = None
+    first_byte_delay: float = 0.0
+    pacing: float = 0.0
+
+
+# --------------------------------------------------------------------------- builders
+
+
+def _chunk(cid: str, model: str, delta: dict, finish: str | None = None) -> dict:
+    return {
+        "id": f"chatcmpl-{cid}",
+        "object": "chat.completion.chunk",
+        "created": CREATED,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+    }
+
+
+def _usage(cid: str, model: str, prompt: int, completion: int, reasoning: int = 0, cached: int = 0) -> dict:
+    return {
+        "id": f"chatcmpl-{cid}",
+        "object": "chat.completion.chunk",
+        "created": CREATED,
+        "model": model,
+        "choices": [],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+            "completion_tokens_details": {"reasoning_tokens": reasoning},
+            "prompt_tokens_details": {"cached_tokens": cached},
+        },
+    }
+
+
+def _stream(model: str, deltas: list[dict], finish: str, prompt: int = 12, completion: int | None = None,
+            reasoning: int = 0, cached: int = 0, finish_in_last: bool = False) -> list[dict]:
+    """Role chunk, one chunk per delta, finish chunk (or finish on the last delta), usage chunk."""
+    cid = model.replace("-", "")
+    chunks = [_chunk(cid, model, {"role": "assistant", "content": ""})]
+    chunks += [_chunk(cid, model, d) for d in deltas]
+    if finish_in_last and deltas:  # vLLM style: last token and finish_reason share a chunk
+        chunks[-1]["choices"][0]["finish_reason"] = finish
+    else:
+        chunks.append(_chunk(cid, model, {}, finish))
+    completion = len(deltas) + reasoning if completion is None else completion
+    chunks.append(_usage(cid, model, prompt, completion, reasoning, cached))
+    return chunks
+
+
+def _text(model: str, pieces: list[str], finish: str = "stop", **kw) -> list[dict]:
+    return _stream(model, [{"content": p} for p in pieces], finish, **kw)
+
+
+def _call_head(index: int, call_id: str, name: str, arguments: str = "") -> dict:
+    return {"tool_calls": [{"index": index, "id": call_id, "type": "function",
+                            "function": {"name": name, "arguments": arguments}}]}
+
+
+def _call_args(index: int, fragment: str) -> dict:
+    return {"tool_calls": [{"index": index, "function": {"arguments": fragment}}]}
+
+
+def _error(status: int, message: str, etype: str, code: str | None = None, param: str | None = None, **kw) -> Scenario:
+    body = {"error": {"message": message, "type": etype, "param": param, "code": code}}
+    return Scenario(status=status, error_body=body, **kw)
+
+
+# --------------------------------------------------------------------------- named scenarios
+
+HELLO = ["Hello", ", world", "!", " How can I", " help?"]
+
+SCENARIOS: dict[str, Scenario] = {
+    "fake-text": Scenario(_text("fake-text", HELLO, cached=4)),
+    "fake-reasoning": Scenario(_stream(
+        "fake-reasoning",
+        [{"reasoning_content": p} for p in ["Let me", " think.", " The user", " greets me."]]
+        + [{"content": p} for p in ["Hi", " there!"]],
+        "stop", reasoning=4)),
+    "fake-tools": Scenario(_stream("fake-tools", [
+        _call_head(0, "call_abc", "get_weather"),
+        _call_head(1, "call_def", "get_time"),
+        _call_args(0, '{"city"'),
+        _call_args(1, '{"tz": '),
+        _call_args(0, ': "Par'),
+        _call_args(1, '"Europe/'),
+        _call_args(0, 'is"}'),
+        _call_args(1, 'Paris"}'),
+    ], "tool_calls")),
+    "fake-tool-one-piece": Scenario(_stream("fake-tool-one-piece", [
+        _call_head(0, "call_one", "lookup", '{"q": "x"}'),
+        _call_head(1, "call_two", "ping", ""),
+    ], "tool_calls")),
+    "fake-text-then-tool": Scenario(_stream("fake-text-then-tool", [
+        {"content": "Let me"},
+        {"content": " check."},
+        _call_head(0, "call_oslo", "get_weather"),
+        _call_args(0, '{"city":'),
+        _call_args(0, '"Oslo"}'),
+    ], "tool_calls")),
+    "fake-refusal": Scenario(_stream(
+        "fake-refusal", [{"refusal": p} for p in ["I can't", " help with", " that."]], "stop")),
+    "fake-length": Scenario(_text("fake-length", ["The answer", " is long", " and"], "length", finish_in_last=True)),
+    "fake-drop": Scenario(_text("fake-drop", HELLO), drop_after=2),
+    "fake-bad-chunk": Scenario(_text("fake-bad-chunk", HELLO), bad_chunk_after=2),
+    "fake-500": _error(500, "upstream exploded", "server_error"),
+    "fake-429": _error(429, "Rate limit reached, please retry later.", "rate_limit_exceeded",
+                       "rate_limit_exceeded", headers={"retry-after": "7"}),
+    "fake-400": _error(400, "max_tokens is too large: 999999. This model's maximum context length is 8192 tokens.",
+                       "invalid_request_error", None, "max_tokens"),
+    "fake-slow": Scenario(_text("fake-slow", HELLO), first_byte_delay=2.5),
+    "fake-json": Scenario(_text("fake-json", ['{"ans', 'wer": ', "42", "}"])),
+}
+
+
+# --------------------------------------------------------------------------- dynamic scenarios
+
+
+def _part_text(content) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+
+
+def render_messages(messages: list[dict]) -> str:
+    """Compact one-line-per-message rendering used by ``fake-echo``."""
+    lines = []
+    for m in messages or []:
+        role = m.get("role", "?")
+        if role == "tool":
+            lines.append(f"tool[{m.get('tool_call_id', '')}]: {_part_text(m.get('content'))}")
+            continue
+        text = _part_text(m.get("content"))
+        if text or not m.get("tool_calls"):
+            lines.append(f"{role}: {text}")
+        for tc in m.get("tool_calls") or []:
+            fn = tc.get("function", {})
+            lines.append(f"{role}.tool_calls: {fn.get('name', '')}({fn.get('arguments', '')})")
+    return "\n".join(lines)
+
+
+def _split3(text: str) -> list[str]:
+    if len(text) < 3:
+        return [text, ""] if text else ["", ""]
+    a, b = len(text) // 3, 2 * len(text) // 3
+    return [text[:a], text[a:b], text[b:]]
+
+
+@lru_cache(maxsize=256)
+def _bench(model: str, n: int, ms: int) -> Scenario:
+    cid = model.replace("-", "")
+    chunks = [_chunk(cid, model, {"content": f"w{i} "}) for i in range(n)]
+    if chunks:  # keep exactly n chunks: the role rides on the first content delta
+        chunks[0]["choices"][0]["delta"] = {"role": "assistant", "content": "w0 "}
+    chunks.append(_chunk(cid, model, {}, "stop"))
+    chunks.append(_usage(cid, model, 10, n))
+    return Scenario(chunks, pacing=ms / 1000.0)
+
+
+@lru_cache(maxsize=256)
+def _slow(ms: int) -> Scenario:
+    return replace(SCENARIOS["fake-text"], first_byte_delay=ms / 1000.0)
+
+
+_BENCH = re.compile(r"bench-(\d+)-(\d+)")
+_SLOW = re.compile(r"fake-slow-(\d+)")
+
+
+def scenario_for(model: str, request_body: dict) -> Scenario:
+    """Scenario for a model name; dynamic names are built here, unknown names get ``fake-text``."""
+    if model in SCENARIOS:
+        return SCENARIOS[model]
+    if model == "fake-echo":
+        return Scenario(_text(model, _split3(render_messages(request_body.get("messages", [])))))
+    if m := _BENCH.fullmatch(model or ""):
+        return _bench(model, int(m[1]), int(m[2]))
+    if m := _SLOW.fullmatch(model or ""):
+        return _slow(int(m[1]))
+    return SCENARIOS["fake-text"]
+
+
+def is_cacheable(model: str) -> bool:
+    """True when ``scenario_for(model, ...)`` does not depend on the request body."""
+    return model != "fake-echo"
+
+
+# --------------------------------------------------------------------------- accumulation
+
+
+def accumulate(scenario: Scenario) -> dict:
+    """Fold the chunks into the final message: content, reasoning_content, refusal,
+    tool_calls (list of {id, type, function: {name, arguments}} by index), finish_reason, usage."""
+    out = {"content": "", "reasoning_content": "", "refusal": "", "tool_calls": {}, "finish_reason": None,
+           "usage": None}
+    for chunk in scenario.chunks:
+        if chunk.get("usage"):
+            out["usage"] = chunk["usage"]
+        for choice in chunk.get("choices", []):
+            delta = choice.get("delta") or {}
+            for key in ("content", "reasoning_content", "refusal"):
+                out[key] += delta.get(key) or ""
+            for tc in delta.get("tool_calls") or []:
+                slot = out["tool_calls"].setdefault(
+                    tc["index"], {"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
+                slot["id"] = tc.get("id") or slot["id"]
+                fn = tc.get("function") or {}
+                slot["function"]["name"] += fn.get("name") or ""
+                slot["function"]["arguments"] += fn.get("arguments") or ""
+            if choice.get("finish_reason"):
+                out["finish_reason"] = choice["finish_reason"]
+    out["tool_calls"] = [out["tool_calls"][i] for i in sorted(out["tool_calls"])]
+    return out
+
+
+def text_of(scenario: Scenario) -> str:
+    """Concatenated ``content`` of all deltas."""
+    return accumulate(scenario)["content"]
