@@ -73,11 +73,12 @@ if DATABASE_URL:
             "timeout": 10,
         }
 else:
-    VAR_DIR.mkdir(exist_ok=True)
+    SQLITE_PATH = Path(env.str("SQLITE_PATH", default=str(VAR_DIR / "gateway.sqlite3")))
+    SQLITE_PATH.parent.mkdir(parents=True, exist_ok=True)
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": VAR_DIR / "gateway.sqlite3",
+            "NAME": SQLITE_PATH,
             "OPTIONS": {
                 "timeout": 20,
                 "transaction_mode": "IMMEDIATE",

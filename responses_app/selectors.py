@@ -7,7 +7,7 @@ def response_get(tenant: Tenant, response_id: str) -> StoredResponse:
     row = (StoredResponse.objects.filter(id=response_id, tenant=tenant, store=True)
            .only("id", "resource", "status").first())
     if row is None:
-        raise NotFound(f"No response found with id '{response_id}'.", param="response_id")
+        raise NotFound(f"No response found with id '{response_id}'.")
     return row
 
 
@@ -17,7 +17,7 @@ def input_items_page(tenant: Tenant, response_id: str, *, after: str | None, lim
     row = (StoredResponse.objects.filter(id=response_id, tenant=tenant, store=True)
            .only("id", "input_items").first())
     if row is None:
-        raise NotFound(f"No response found with id '{response_id}'.", param="response_id")
+        raise NotFound(f"No response found with id '{response_id}'.")
     items = list(row.input_items)
     if order == "desc":
         items.reverse()

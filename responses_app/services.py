@@ -44,7 +44,7 @@ def response_create(tenant: Tenant, create: CreateRequest) -> StoredResponse:
 def response_delete(tenant: Tenant, response_id: str) -> None:
     deleted, _ = StoredResponse.objects.filter(id=response_id, tenant=tenant, store=True).delete()
     if not deleted:
-        raise NotFound(f"No response found with id '{response_id}'.", param="response_id")
+        raise NotFound(f"No response found with id '{response_id}'.")
 
 
 def _is_stored(tenant: Tenant, response_id: str) -> bool:

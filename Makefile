@@ -1,0 +1,31 @@
+# The two commands: `make run` (serve on embedded defaults, or the production path when
+# DATABASE_URL/REDIS_URL are set) and `make test`. Both create the virtualenv first.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/gateway
+
+.PHONY: run worker test bench install
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q ".[test]"
+	touch $@
+
+install: $(VENV)/.installed
+
+run: $(VENV)/.installed
+	$(PY) manage.py migrate -v0
+	@echo "Serving on http://$(HOST):$(PORT)/v1 — create an API key with: $(PY) manage.py create_tenant NAME"
+	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) gateway.asgi:application
+
+worker: $(VENV)/.installed
+	$(VENV)/bin/celery -A gateway worker -l info
+
+test: $(VENV)/.installed
+	DATABASE_URL=$(TEST_DATABASE_URL) $(PY) -m pytest $(ARGS)
+
+bench: $(VENV)/.installed
+	$(PY) -m bench.run $(ARGS)

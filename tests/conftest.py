@@ -1,0 +1,84 @@
+"""Shared fixtures: the fake upstream, and real gateway deployments (production path on
+Postgres + Redis + Celery + Daphne, and the embedded path on SQLite, in-process).
+
+Nothing here skips: when Postgres, Redis or a worker is missing, the tests fail."""
+import os
+from contextlib import contextmanager
+
+import httpx
+import pytest
+import redis
+
+from tests.fake_upstream import FakeUpstream
+from tests.servers import REDIS_BASE_URL, Deployment, fresh_postgres_database
+
+E2E_REDIS_DB = 13
+KEEPALIVE_SECONDS = "1"
+
+
+@pytest.fixture(scope="session")
+def upstream():
+    server = FakeUpstream().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(autouse=False)
+def clean_upstream(upstream):
+    upstream.clear()
+    return upstream
+
+
+@contextmanager
+def production_deployment(upstream, tmp_path_factory, name: str, redis_db: int, **env):
+    """Daphne + a Celery worker on their own Postgres database and Redis database."""
+    redis_url = f"{REDIS_BASE_URL}/{redis_db}"
+    redis.Redis.from_url(redis_url).flushdb()
+    database_url = fresh_postgres_database(f"gateway_{name}_{os.getpid()}")
+    deployment = Deployment(tmp_path_factory.mktemp(name), {
+        "DATABASE_URL": database_url,
+        "REDIS_URL": redis_url,
+        "UPSTREAM_BASE_URL": upstream.base_url,
+        "SSE_KEEPALIVE_SECONDS": KEEPALIVE_SECONDS,
+        "UPSTREAM_TIMEOUT": "5",
+        "SECRET_KEY": "test-secret-key-" + "x" * 40,
+        "LOG_LEVEL": "WARNING",
+        **env,
+    })
+    deployment.manage("migrate", "-v0")
+    deployment.start()
+    try:
+        yield deployment
+    finally:
+        deployment.stop()
+
+
+@pytest.fixture(scope="session")
+def production(upstream, tmp_path_factory):
+    """The shared production-path deployment, talking to the fake upstream."""
+    with production_deployment(upstream, tmp_path_factory, "e2e", E2E_REDIS_DB) as deployment:
+        yield deployment
+
+
+@pytest.fixture(scope="session")
+def tenant_key(production):
+    return production.new_api_key("alice")
+
+
+@pytest.fixture(scope="session")
+def other_tenant_key(production):
+    return production.new_api_key("bob")
+
+
+@pytest.fixture
+def api(production, tenant_key):
+    with httpx.Client(base_url=production.base_url, timeout=30,
+                      headers={"Authorization": f"Bearer {tenant_key}"}) as client:
+        yield client
+
+
+@pytest.fixture
+def openai_client(production, tenant_key):
+    from openai import OpenAI
+
+    return OpenAI(base_url=production.base_url, api_key=tenant_key, max_retries=0, timeout=30)

@@ -1,0 +1,112 @@
+"""Real processes for end-to-end tests: Daphne (web) and a Celery worker, on real Postgres
+and Redis, each started with its own environment and stopped or restarted on demand."""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+BIN = Path(sys.executable).parent
+POSTGRES_ADMIN_URL = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+REDIS_BASE_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, process: subprocess.Popen, log_path: Path, timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"process exited ({process.returncode}):\n{log_path.read_text()}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"port {port} did not open in {timeout}s:\n{log_path.read_text()}")
+
+
+def fresh_postgres_database(name: str) -> str:
+    """Drop and create database `name`; return its URL."""
+    with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+
+
+class Deployment:
+    """One gateway deployment: its environment, `manage.py` commands, web and worker."""
+
+    def __init__(self, workdir: Path, env: dict, *, worker: bool = True):
+        self.workdir = workdir
+        self.env = {**os.environ, **env, "PYTHONUNBUFFERED": "1"}
+        for name in ("DATABASE_URL", "REDIS_URL"):
+            if name not in env:
+                self.env.pop(name, None)
+        self.with_worker = worker
+        self.port = free_port()
+        self.web: subprocess.Popen | None = None
+        self.worker: subprocess.Popen | None = None
+        self._starts = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def manage(self, *args: str) -> str:
+        done = subprocess.run([PYTHON, "manage.py", *args], cwd=ROOT, env=self.env,
+                              capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
+        return done.stdout
+
+    def new_api_key(self, tenant: str) -> str:
+        return self.manage("create_tenant", tenant).strip().splitlines()[-1]
+
+    def start(self) -> None:
+        self._starts += 1
+        web_log = self.workdir / f"web-{self._starts}.log"
+        self.web = subprocess.Popen(
+            [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(self.port),
+             "gateway.asgi:application"],
+            cwd=ROOT, env=self.env, stdout=web_log.open("w"), stderr=subprocess.STDOUT,
+        )
+        if self.with_worker:
+            worker_log = self.workdir / f"worker-{self._starts}.log"
+            self.worker = subprocess.Popen(
+                [str(BIN / "celery"), "-A", "gateway", "worker", "-l", "warning",
+                 "--concurrency", "20", "--without-heartbeat", "--without-gossip",
+                 "--without-mingle"],
+                cwd=ROOT, env=self.env, stdout=worker_log.open("w"), stderr=subprocess.STDOUT,
+            )
+        wait_for_port(self.port, self.web, web_log)
+
+    def stop(self) -> None:
+        for process in (self.web, self.worker):
+            if process is not None and process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in (self.web, self.worker):
+            if process is not None:
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        self.web = self.worker = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {p.name}\n{p.read_text()}" for p in sorted(self.workdir.glob("*.log")))

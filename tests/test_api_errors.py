@@ -1,0 +1,109 @@
+"""Bad input gets an OpenAI-shaped JSON error with the right status, and nothing is stored."""
+import json
+
+import pytest
+
+from responses_app.auth import mint_api_key
+from responses_app.models import StoredResponse, Tenant
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def key():
+    return mint_api_key(Tenant.objects.create(name="alice"))
+
+
+def post(client, body, key=None, raw=None, **headers):
+    if key:
+        headers["HTTP_AUTHORIZATION"] = f"Bearer {key}"
+    data = raw if raw is not None else json.dumps(body)
+    return client.post("/v1/responses", data=data, content_type="application/json", **headers)
+
+
+def assert_error(response, status, code, param=None):
+    assert response.status_code == status, response.content
+    assert response["Content-Type"] == "application/json"
+    body = response.json()
+    assert set(body) == {"error"}
+    assert set(body["error"]) == {"message", "type", "param", "code"}
+    assert body["error"]["code"] == code
+    assert body["error"]["param"] == param
+    assert body["error"]["message"]
+    assert StoredResponse.objects.count() == 0
+
+
+def test_missing_key_is_401(client):
+    assert_error(post(client, {"model": "m", "input": "hi"}), 401, "invalid_api_key")
+
+
+@pytest.mark.parametrize("header", ["Bearer sk-nope_nope", "Bearer nothing", "Basic abc",
+                                    "Bearer sk-abc"])
+def test_wrong_key_is_401(client, key, header):
+    response = post(client, {"model": "m", "input": "hi"}, HTTP_AUTHORIZATION=header)
+    assert_error(response, 401, "invalid_api_key")
+
+
+def test_right_prefix_wrong_secret_is_401(client, key):
+    prefix = key.split("_", 1)[0]
+    assert_error(post(client, {}, key=f"{prefix}_wrongsecret"), 401, "invalid_api_key")
+
+
+def test_revoked_key_is_401(client, key):
+    from django.utils import timezone
+    from responses_app.models import ApiKey
+
+    ApiKey.objects.update(revoked_at=timezone.now())
+    assert_error(post(client, {"model": "m", "input": "hi"}, key=key), 401, "invalid_api_key")
+
+
+def test_bad_json_is_400(client, key):
+    assert_error(post(client, None, key=key, raw="{not json"), 400, "invalid_json")
+
+
+@pytest.mark.parametrize("body, param, code", [
+    ({"input": "hi"}, "model", "missing_required_parameter"),
+    ({"model": "m"}, "input", "missing_required_parameter"),
+    ({"model": 3, "input": "hi"}, "model", "missing_required_parameter"),
+    ({"model": "m", "input": 3}, "input", "invalid_type"),
+    ({"model": "m", "input": [{"type": "banana"}]}, "input[0].type", "invalid_value"),
+    ({"model": "m", "input": "hi", "temperature": "hot"}, "temperature", "invalid_type"),
+    ({"model": "m", "input": "hi", "stream": "yes"}, "stream", "invalid_type"),
+    ({"model": "m", "input": "hi", "max_output_tokens": 0}, "max_output_tokens", "invalid_value"),
+])
+def test_invalid_body_is_400(client, key, body, param, code):
+    assert_error(post(client, body, key=key), 400, code, param)
+
+
+def test_body_list_is_400(client, key):
+    assert_error(post(client, [1, 2], key=key), 400, None)
+
+
+def test_body_over_the_limit_is_413(client, key, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    response = post(client, {"model": "m", "input": "x" * 2000}, key=key)
+    assert_error(response, 413, "request_too_large")
+
+
+def test_unknown_previous_response_is_400(client, key):
+    response = post(client, {"model": "m", "input": "hi", "previous_response_id": "resp_nope"},
+                    key=key)
+    assert_error(response, 400, "previous_response_not_found", "previous_response_id")
+
+
+@pytest.mark.parametrize("method, path, status, code", [
+    ("get", "/v1/nothing-here", 404, "unknown_route"),
+    ("post", "/v1/chat/completions", 404, "unknown_route"),
+    ("get", "/v1/responses/resp_missing", 404, "not_found"),
+    ("delete", "/v1/responses/resp_missing", 404, "not_found"),
+    ("get", "/v1/responses/resp_missing/input_items", 404, "not_found"),
+    ("get", "/v1/responses", 405, "method_not_allowed"),
+    ("put", "/v1/responses/resp_missing", 405, "method_not_allowed"),
+])
+def test_routes_answer_json_errors(client, key, method, path, status, code):
+    response = getattr(client, method)(path, HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert_error(response, status, code)
+
+
+def test_unauthenticated_detail_is_401_not_404(client):
+    assert_error(client.get("/v1/responses/resp_x"), 401, "invalid_api_key")

@@ -1,0 +1,60 @@
+"""The embedded default: no DATABASE_URL, no REDIS_URL — SQLite, an in-process worker and
+an in-process bus, through the same code path (one Daphne process, nothing else)."""
+import httpx
+import pytest
+
+from tests.oracles import check_sse_stream
+from tests.servers import Deployment
+from tests.upstream_scenarios import SCENARIOS, text_of
+
+
+@pytest.fixture(scope="module")
+def embedded(upstream, tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("embedded")
+    deployment = Deployment(workdir, {
+        "SQLITE_PATH": str(workdir / "gateway.sqlite3"),
+        "UPSTREAM_BASE_URL": upstream.base_url,
+    }, worker=False)
+    deployment.manage("migrate", "-v0")
+    key = deployment.new_api_key("solo")
+    deployment.start()
+    with httpx.Client(base_url=deployment.base_url, timeout=30,
+                      headers={"Authorization": f"Bearer {key}"}) as client:
+        yield client
+    deployment.stop()
+
+
+def test_embedded_streams_stores_and_chains(embedded, clean_upstream):
+    with embedded.stream("POST", "/responses", json={"model": "fake-tools", "input": "weather?",
+                                                     "stream": True}) as response:
+        raw = response.read()
+    events, final = check_sse_stream(raw)
+    assert [i["call_id"] for i in final["output"]] == ["call_abc", "call_def"]
+    assert embedded.get(f"/responses/{final['id']}").json() == final
+    answer = embedded.post("/responses", json={
+        "model": "fake-echo", "previous_response_id": final["id"],
+        "input": [{"type": "function_call_output", "call_id": "call_abc", "output": "sunny"},
+                  {"type": "function_call_output", "call_id": "call_def", "output": "noon"}]})
+    assert answer.status_code == 200
+    assert answer.json()["output"][0]["content"][0]["text"] == (
+        "user: weather?\n"
+        'assistant.tool_calls: get_weather({"city": "Paris"})\n'
+        'assistant.tool_calls: get_time({"tz": "Europe/Paris"})\n'
+        "tool[call_abc]: sunny\ntool[call_def]: noon")
+
+
+def test_embedded_maps_upstream_errors(embedded):
+    response = embedded.post("/responses", json={"model": "fake-429", "input": "hi", "stream": True})
+    assert response.status_code == 429
+    assert response.json()["error"]["code"] == "rate_limit_exceeded"
+    with embedded.stream("POST", "/responses", json={"model": "fake-drop", "input": "hi",
+                                                     "stream": True}) as response:
+        raw = response.read()
+    events, final = check_sse_stream(raw)
+    assert final["status"] == "failed"
+    assert embedded.get(f"/responses/{final['id']}").json()["status"] == "failed"
+
+
+def test_embedded_non_stream_text(embedded):
+    body = embedded.post("/responses", json={"model": "fake-text", "input": "hi"}).json()
+    assert body["output"][0]["content"][0]["text"] == text_of(SCENARIOS["fake-text"])
