@@ -172,10 +172,13 @@ def _function_call(item, param) -> dict:
     if not isinstance(arguments, str):
         raise InvalidRequest(f"'{param}.arguments' must be a string.", param=f"{param}.arguments",
                              code="invalid_type")
-    return {"id": _client_id(item, "fc"), "type": "function_call",
+    call = {"id": _client_id(item, "fc"), "type": "function_call",
             "call_id": _required_string(item, "call_id", param),
             "name": _required_string(item, "name", param), "arguments": arguments,
             "status": "completed"}
+    if isinstance(item.get("namespace"), str) and item["namespace"]:
+        call["namespace"] = item["namespace"]
+    return call
 
 
 def _function_call_output(item, param) -> dict:

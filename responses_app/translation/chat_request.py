@@ -109,11 +109,17 @@ def _trailing_call_ids(messages) -> set[str]:
 
 
 def _drop_unanswered_calls(messages, answered) -> list[dict]:
+    """Keep in each assistant message only the calls its following tool messages answer."""
     result = []
-    for message in messages:
+    for position, message in enumerate(messages):
         calls = message.get("tool_calls")
         if calls is not None:
-            kept = [call for call in calls if call["id"] in answered]
+            replies = set()
+            for later in messages[position + 1:]:
+                if later["role"] != "tool":
+                    break
+                replies.add(later["tool_call_id"])
+            kept = [call for call in calls if call["id"] in replies]
             if kept:
                 message["tool_calls"] = kept
             else:

@@ -217,6 +217,8 @@ class ResponseTranslator:
         function = piece.get("function") or {}
         call = self._calls.get(index)
         if call is None:
+            if self._segment is not None:  # items stream one after another: close the text
+                self._close_segment(events, "completed")
             upstream_name = function.get("name") or ""
             name, namespace = self.options.function_names.get(upstream_name, (upstream_name, None))
             item = {"id": self.options.ids("fc"), "type": "function_call",

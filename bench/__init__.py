@@ -1,0 +1,1 @@
+"""Benchmark harness for the gateway: a CPU-cheap SSE load generator and a runner."""
