@@ -233,6 +233,7 @@ def verify_gateway(body: bytes, n: int) -> str | None:
     seq = 0
     deltas = []
     last_type = None
+    last: dict = {}
     done = False
     for event, data in _blocks(body):
         if data is None:
@@ -255,8 +256,12 @@ def verify_gateway(body: bytes, n: int) -> str | None:
         if kind == "response.output_text.delta":
             deltas.append(obj.get("delta", ""))
         last_type = kind
+        last = obj
     if not done:
         return "no [DONE]"
+    if last_type in ("response.failed", "response.incomplete", "error"):
+        error = (last.get("response") or {}).get("error") or last.get("error") or last
+        return f"{last_type}: {error.get('code')}: {str(error.get('message'))[:80]}"
     if len(deltas) != n:
         return f"{len(deltas)} text deltas, {n} expected"
     if "".join(deltas) != expected_text(n):
@@ -296,13 +301,13 @@ def verify_direct(body: bytes, n: int) -> str | None:
 
 
 def verify(target: Target, results: list[Result], keep_bodies: bool = False) -> None:
-    """Set `lost` on every ok result whose events do not check out; drop bodies."""
+    """Set `lost` on every ok result whose events do not check out; drop the other bodies."""
     check = verify_gateway if target.mode == "gateway" else verify_direct
     for r in results:
         if r.ok:
             r.lost = check(r.body, target.n)
-        if not keep_bodies:
-            r.body = b""
+        if not keep_bodies and r.lost is None:
+            r.body = b""  # bodies with lost events stay, for the report's samples
 
 
 # --------------------------------------------------------------------------- a run

@@ -1,4 +1,5 @@
-"""The ASGI application served by Daphne: HTTP goes to Django (API, SSE relay, admin)."""
+"""The ASGI application served by Daphne: `POST /v1/responses` takes the lean front in
+responses_app.asgi_front; everything else (the other /v1 endpoints, admin) is Django."""
 import os
 
 from channels.routing import ProtocolTypeRouter
@@ -8,4 +9,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
 
 django_app = get_asgi_application()
 
-application = ProtocolTypeRouter({"http": django_app})
+from responses_app.asgi_front import route_hot_paths  # noqa: E402  (needs Django set up)
+
+application = ProtocolTypeRouter({"http": route_hot_paths(django_app)})

@@ -121,11 +121,16 @@ UPSTREAM_MAX_TOKENS_PARAM = env.str("UPSTREAM_MAX_TOKENS_PARAM", default="max_co
 # Comma-separated model names for GET /v1/models; empty asks the upstream's /models.
 GATEWAY_MODELS = env.list("GATEWAY_MODELS", default=[])
 
+# A revoked API key keeps working at most this long on a process that used it recently.
+API_KEY_CACHE_SECONDS = env.float("API_KEY_CACHE_SECONDS", default=10.0)
 SSE_KEEPALIVE_SECONDS = env.float("SSE_KEEPALIVE_SECONDS", default=15.0)
 # Stream events stay replayable this long after a run ends.
 EVENT_RETENTION_SECONDS = env.int("EVENT_RETENTION_SECONDS", default=24 * 3600)
-# The worker coalesces events written within this window into one Redis entry.
-STREAM_FLUSH_INTERVAL_MS = env.float("STREAM_FLUSH_INTERVAL_MS", default=10.0)
+# The worker reads the upstream at most once per STREAM_BATCH_MS: chunks that arrive in
+# between travel together (one bus entry, one client write). The first delta and the end
+# are never held back. Writes to Redis are pipelined every STREAM_FLUSH_INTERVAL_MS.
+STREAM_BATCH_MS = env.float("STREAM_BATCH_MS", default=20.0)
+STREAM_FLUSH_INTERVAL_MS = env.float("STREAM_FLUSH_INTERVAL_MS", default=5.0)
 # The longest a run may take end to end.
 RUN_DEADLINE_SECONDS = env.int("RUN_DEADLINE_SECONDS", default=3600)
 
@@ -133,6 +138,8 @@ RUN_DEADLINE_SECONDS = env.int("RUN_DEADLINE_SECONDS", default=3600)
 REDIS_URL = env.str("REDIS_URL", default="")
 EMBEDDED = not REDIS_URL
 EMBEDDED_WORKER_THREADS = env.int("EMBEDDED_WORKER_THREADS", default=32)
+# Threads the web process uses for database work on the streaming path.
+WEB_DB_THREADS = env.int("WEB_DB_THREADS", default=8)
 
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_TASK_ACKS_LATE = True

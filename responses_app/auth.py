@@ -6,6 +6,7 @@ prefix is indexed for lookup and the hash compared in constant time.
 import hashlib
 import hmac
 import secrets
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -17,6 +18,8 @@ from .errors import AuthenticationError
 from .models import ApiKey, Tenant
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+ACCEPTED_CACHE_SIZE = 10_000
+_accepted: dict[str, tuple[float, "TenantPrincipal"]] = {}
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,22 @@ def mint_api_key(tenant: Tenant, name: str = "") -> str:
 
 
 def resolve_api_key(authorization: str | None) -> TenantPrincipal:
-    """The tenant behind an Authorization header, or AuthenticationError."""
+    """The tenant behind an Authorization header, or AuthenticationError.
+
+    Accepted keys are remembered for API_KEY_CACHE_SECONDS, so a revoked key stops working
+    within that time on every process; rejected keys are never remembered.
+    """
+    cached = _accepted.get(authorization)
+    if cached is not None and cached[0] > time.monotonic():
+        return cached[1]
+    principal = _lookup(authorization)
+    if len(_accepted) >= ACCEPTED_CACHE_SIZE:
+        _accepted.clear()
+    _accepted[authorization] = (time.monotonic() + settings.API_KEY_CACHE_SECONDS, principal)
+    return principal
+
+
+def _lookup(authorization: str | None) -> TenantPrincipal:
     if not authorization:
         raise AuthenticationError(
             "You didn't provide an API key. Send it as 'Authorization: Bearer sk-...'."

@@ -4,20 +4,38 @@ The relay waits for the run's first entry before answering, so an upstream that 
 before it starts becomes a plain HTTP error (a 429 stays a 429) instead of a stream.
 Then entries are written as they arrive, whole SSE blocks only, with a keep-alive comment
 whenever nothing flowed for SSE_KEEPALIVE_SECONDS, and `data: [DONE]` after the end.
+Replies are front-agnostic: a status, headers and either a body or an async byte stream.
 """
+from dataclasses import dataclass, field
+from typing import AsyncIterator
+
+import orjson
 from django.conf import settings
-from django.http import JsonResponse, StreamingHttpResponse
 
 from .bus import KEEPALIVE, event_bus
 from .bus.entries import Entry
 from .errors import ServiceUnavailable, error_body
 from .translation.sse import DONE, KEEPALIVE as KEEPALIVE_BYTES, event_of_block, split_blocks
 
-SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
+               (b"x-accel-buffering", b"no")]
 
 
-async def stream_events(response_id: str, after: int = -1):
-    """The HTTP response relaying `response_id`'s events after sequence number `after`."""
+@dataclass
+class Reply:
+    status: int
+    headers: list = field(default_factory=list)
+    body: bytes = b""
+    stream: AsyncIterator[bytes] | None = None
+
+
+def json_reply(status: int, payload: dict, headers: dict | None = None) -> Reply:
+    extra = [(k.lower().encode(), str(v).encode()) for k, v in (headers or {}).items()]
+    return Reply(status, [(b"content-type", b"application/json"), *extra], orjson.dumps(payload))
+
+
+async def stream_reply(response_id: str, after: int = -1) -> Reply:
+    """Relay `response_id`'s events after sequence number `after` as an SSE stream."""
     subscription = await event_bus().subscribe(response_id, after)
     try:
         first = await _first_entry(subscription)
@@ -26,15 +44,11 @@ async def stream_events(response_id: str, after: int = -1):
         raise
     if first.error is not None:
         subscription.close()
-        return _error_response(first)
-    response = StreamingHttpResponse(_sse_body(subscription, first),
-                                     content_type="text/event-stream")
-    for name, value in SSE_HEADERS.items():
-        response[name] = value
-    return response
+        return _error_reply(first)
+    return Reply(200, SSE_HEADERS, stream=_sse_body(subscription, first))
 
 
-async def final_response(response_id: str):
+async def final_reply(response_id: str) -> Reply:
     """Wait for the run to end; the final response object as JSON, or the error."""
     subscription = await event_bus().subscribe(response_id, -1)
     try:
@@ -44,15 +58,15 @@ async def final_response(response_id: str):
     finally:
         subscription.close()
     if entry.error is not None:
-        return _error_response(entry)
+        return _error_reply(entry)
     resource = event_of_block(split_blocks(entry.data)[-1])["response"]
     if resource["status"] == "failed":
         error = resource["error"]
         status = 504 if error["code"] == "request_timeout" else 502
-        return JsonResponse(error_body(
+        return json_reply(status, error_body(
             f"Response {resource['id']} failed: {error['message']}", "server_error", None,
-            error["code"]), status=status)
-    return JsonResponse(resource)
+            error["code"]))
+    return json_reply(200, resource)
 
 
 async def _first_entry(subscription) -> Entry:
@@ -62,12 +76,9 @@ async def _first_entry(subscription) -> Entry:
     return entry
 
 
-def _error_response(entry: Entry) -> JsonResponse:
+def _error_reply(entry: Entry) -> Reply:
     error = entry.error
-    response = JsonResponse(error["body"], status=error["status"])
-    for name, value in (error.get("headers") or {}).items():
-        response[name] = value
-    return response
+    return json_reply(error["status"], error["body"], error.get("headers"))
 
 
 async def _sse_body(subscription, first: Entry):

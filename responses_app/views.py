@@ -1,42 +1,18 @@
 """The /v1 endpoints. Thin: authenticate, validate, call a service or selector, render.
 
-`POST /v1/responses` is an async view because it may stream; the rest are DRF views.
+`POST /v1/responses` is served by the ASGI front (asgi_front.py); the rest are DRF views.
 """
-import orjson
-from asgiref.sync import sync_to_async
-from django.views.decorators.csrf import csrf_exempt
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import models_catalog, relay, selectors, services
-from .auth import resolve_api_key
-from .create_request import parse_create_request
+from . import models_catalog, selectors, services
 from .errors import APIError, InvalidRequest, NotFound
 
 
-@csrf_exempt
-async def create_response(request):
-    if request.method != "POST":
-        raise APIError(f"Method {request.method} is not allowed here.", status=405,
-                       code="method_not_allowed")
-    row, stream = await sync_to_async(_create)(request)
-    if stream:
-        return await relay.stream_events(row.id)
-    return await relay.final_response(row.id)
-
-
-def _create(request):
-    principal = resolve_api_key(request.headers.get("authorization"))
-    create = parse_create_request(_json_body(request))
-    return services.response_create(principal.tenant, create), create.stream
-
-
-def _json_body(request):
-    try:
-        return orjson.loads(request.body)
-    except orjson.JSONDecodeError as exc:
-        raise InvalidRequest(f"We could not parse the JSON body of your request: {exc}.",
-                             code="invalid_json") from None
+def create_response(request):
+    """POST is served by the ASGI front (asgi_front.py); any other method lands here."""
+    raise APIError(f"Method {request.method} is not allowed here.", status=405,
+                   code="method_not_allowed")
 
 
 class ResponseDetail(APIView):

@@ -1,12 +1,33 @@
-"""Bad input gets an OpenAI-shaped JSON error with the right status, and nothing is stored."""
+"""Bad input gets an OpenAI-shaped JSON error with the right status, and nothing is stored.
+
+POST /v1/responses is driven through the real ASGI application in-process (Channels'
+HttpCommunicator); the other routes through Django's test client."""
 import json
 
 import pytest
+from asgiref.sync import async_to_sync
+from channels.testing import HttpCommunicator
 
+from gateway.asgi import application
 from responses_app.auth import mint_api_key
 from responses_app.models import StoredResponse, Tenant
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class AsgiResponse:
+    """The parts of a response the assertions read, from an ASGI exchange."""
+
+    def __init__(self, raw):
+        self.status_code = raw["status"]
+        self.headers = {k.decode().lower(): v.decode() for k, v in raw["headers"]}
+        self.content = raw["body"]
+
+    def __getitem__(self, name):
+        return self.headers[name.lower()]
+
+    def json(self):
+        return json.loads(self.content)
 
 
 @pytest.fixture
@@ -15,10 +36,17 @@ def key():
 
 
 def post(client, body, key=None, raw=None, **headers):
+    """POST /v1/responses through the ASGI application (HTTP_AUTHORIZATION=... for a header)."""
     if key:
         headers["HTTP_AUTHORIZATION"] = f"Bearer {key}"
-    data = raw if raw is not None else json.dumps(body)
-    return client.post("/v1/responses", data=data, content_type="application/json", **headers)
+    data = raw.encode() if raw is not None else json.dumps(body).encode()
+    header_list = [(b"content-type", b"application/json"),
+                   (b"content-length", str(len(data)).encode())]
+    if "HTTP_AUTHORIZATION" in headers:
+        header_list.append((b"authorization", headers["HTTP_AUTHORIZATION"].encode()))
+    communicator = HttpCommunicator(application, "POST", "/v1/responses", body=data,
+                                    headers=header_list)
+    return AsgiResponse(async_to_sync(communicator.get_response)(timeout=10))
 
 
 def assert_error(response, status, code, param=None):

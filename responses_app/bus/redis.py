@@ -51,11 +51,12 @@ def decode(entry_id: bytes, fields: dict) -> Entry:
 
 class RedisEventBus:
     def __init__(self, url: str, *, retention_seconds: int, run_deadline_seconds: int,
-                 flush_interval: float):
+                 flush_interval: float, read_coalesce: float = 0.0):
         self.url = url
         self.retention_ms = retention_seconds * 1000
         self.running_ttl_ms = (run_deadline_seconds + retention_seconds) * 1000
         self.flush_interval = flush_interval
+        self.read_coalesce = read_coalesce
         self._writers: dict = {}  # event loop -> _StreamWriter
         self._hubs: dict = {}     # event loop -> _ReadHub
 
@@ -189,6 +190,9 @@ class _ReadHub:
                 for key in self.subscribers:
                     streams[key] = self._cursor(key)
                 reply = await self.reader.xread(streams, block=READ_BLOCK_MS)
+                if self.bus.read_coalesce:
+                    # let entries of other streams gather: one XREAD then serves many
+                    await asyncio.sleep(self.bus.read_coalesce)
                 for raw_key, entries in reply or ():
                     key = raw_key.decode()
                     if key == self.wake_key:

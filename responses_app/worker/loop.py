@@ -16,10 +16,19 @@ def run_loop() -> asyncio.AbstractEventLoop:
     global _loop
     with _lock:
         if _loop is None or _loop.is_closed():
-            _loop = asyncio.new_event_loop()
+            _loop = new_event_loop()
             thread = threading.Thread(target=_loop.run_forever, name="run-loop", daemon=True)
             thread.start()
         return _loop
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop when installed (a third of asyncio's cost per socket wake-up), else asyncio."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
 
 
 def run(coroutine):

@@ -34,6 +34,7 @@ class Generated:
     stamper: EventStamper | None = None
     rejected: UpstreamRejected | None = None
     fenced: bool = False
+    writer: object = None
 
 
 def execute_run(response_id: str) -> None:
@@ -41,8 +42,8 @@ def execute_run(response_id: str) -> None:
     if job is None:
         log.info("run %s already claimed or gone", response_id)
         return
-    writer = loop.run(_open_writer(response_id))
-    generated = loop.run(_generate(job, writer))
+    generated = loop.run(_generate(job))
+    writer = generated.writer
     if generated.fenced:
         return
     if generated.rejected is not None:
@@ -63,17 +64,14 @@ def execute_run(response_id: str) -> None:
     loop.run(writer.append(Entry(last - len(generated.closing) + 1, last, data, end=True)))
 
 
-async def _open_writer(response_id):
-    return event_bus().writer(response_id)
-
-
 def _target() -> UpstreamTarget:
     return UpstreamTarget(base_url=settings.UPSTREAM_BASE_URL, api_key=settings.UPSTREAM_API_KEY,
                           connect_timeout=settings.UPSTREAM_CONNECT_TIMEOUT,
                           idle_timeout=settings.UPSTREAM_TIMEOUT)
 
 
-async def _generate(job, writer) -> Generated:
+async def _generate(job) -> Generated:
+    writer = event_bus().writer(job.response_id)
     reasoning = job.resource.get("reasoning") or {}
     translator = ResponseTranslator(job.resource, TranslatorOptions(
         ids=new_id,
@@ -82,13 +80,16 @@ async def _generate(job, writer) -> Generated:
         function_names=job.chat.function_names,
     ))
     stamper = EventStamper()
-    result = Generated(resource=job.resource, stamper=stamper)
+    result = Generated(resource=job.resource, stamper=stamper, writer=writer)
     try:
-        async with open_chat_stream(_target(), job.chat.body) as chunks:
+        async with open_chat_stream(_target(), job.chat.body,
+                                    settings.STREAM_BATCH_MS / 1000) as batches:
             await writer.append(Entry(0, 1, stamper.render(translator.start())), urgent=True)
             first_delta_sent = False
-            async for chunk in chunks:
-                events = translator.feed(chunk)
+            async for chunks, _end in batches:
+                events = []
+                for chunk in chunks:
+                    events += translator.feed(chunk)
                 if not events:
                     continue
                 first = stamper.next_sequence_number

@@ -1,0 +1,526 @@
+"""Benchmark the gateway's production path against its upstream called directly.
+
+    .venv/bin/python -m bench.run [--quick] [--out bench/results/latest.md]
+
+Starts a fake upstream (``tests.fake_upstream``), a fresh Postgres database
+(``gateway_bench``), Redis DB 12 (flushed), Daphne and a Celery worker, then runs the matrix
+pacing x concurrency, each cell once against the upstream directly and once through the
+gateway, then the many-concurrent-streams check. Prints a markdown table to stdout, writes
+it and the raw JSON next to each other, and stops every process it started.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import platform
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+import redis
+
+from bench.loadgen import Run, Target, fetch, run_load
+from tests.servers import (BIN, POSTGRES_ADMIN_URL, PYTHON, REDIS_BASE_URL, ROOT, Deployment,
+                           free_port, fresh_postgres_database)
+
+DB_NAME = "gateway_bench"
+REDIS_DB = 12
+N_CHUNKS = 200
+WORKER_CONCURRENCY = 600
+CELL_MAX_SECONDS = 120.0
+REQUEST_TIMEOUT = 60.0
+
+# (pacing ms, concurrency, total requests)
+FULL_MATRIX = [(0, 1, 20), (0, 10, 100), (0, 100, 400), (5, 1, 20), (5, 10, 100), (5, 100, 300)]
+QUICK_MATRIX = [(5, 1, 5), (5, 10, 30)]
+FULL_STREAMS, QUICK_STREAMS = 500, 50
+STREAMS_PACING = 5
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+class Aborted(Exception):
+    """A process the benchmark depends on exited."""
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- processes
+
+
+class BenchDeployment(Deployment):
+    """`tests.servers.Deployment` with a worker sized for hundreds of concurrent streams."""
+
+    def __init__(self, workdir: Path, env: dict, worker_concurrency: int):
+        super().__init__(workdir, env, worker=False)
+        self.worker_concurrency = worker_concurrency
+
+    def start(self) -> None:
+        super().start()  # web only
+        worker_log = self.workdir / f"worker-{self._starts}.log"
+        self.worker = subprocess.Popen(
+            [str(BIN / "celery"), "-A", "gateway", "worker", "-l", "warning",
+             "--concurrency", str(self.worker_concurrency), "--without-heartbeat",
+             "--without-gossip", "--without-mingle"],
+            cwd=ROOT, env=self.env, stdout=worker_log.open("w"), stderr=subprocess.STDOUT,
+        )
+
+
+class FakeUpstreamProcess:
+    def __init__(self, logdir: Path):
+        self.port = free_port()
+        self.log_path = logdir / "upstream.log"
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self, timeout: float = 20.0) -> None:
+        self.process = subprocess.Popen(
+            [PYTHON, "-m", "tests.fake_upstream", "--port", str(self.port), "--no-record"],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=self.log_path.open("w"), text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        line = self.process.stdout.readline() if ready else ""
+        if not line.startswith("READY"):
+            raise RuntimeError(f"fake upstream did not start: {line!r}\n{self.log_path.read_text()}")
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process.stdout.close()
+        self.process = None
+
+
+# --------------------------------------------------------------------------- /proc accounting
+
+
+def _all_stats() -> dict[int, tuple[int, float]]:
+    """pid -> (ppid, CPU seconds of the process, all its threads and its reaped children)."""
+    stats = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{name}/stat").read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2:].split()
+        # fields[0] is field 3 (state): ppid=4, utime=14, stime=15, cutime=16, cstime=17
+        ticks = int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
+        stats[int(name)] = (int(fields[1]), ticks / CLK_TCK)
+    return stats
+
+
+def tree_cpu(stats: dict, root: int | None) -> float | None:
+    """CPU seconds of `root` and every live descendant."""
+    if root is None or root not in stats:
+        return None
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in stats.items():
+        children.setdefault(ppid, []).append(pid)
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += stats[pid][1]
+        todo.extend(children.get(pid, ()))
+    return total
+
+
+def machine_jiffies() -> tuple[int, int]:
+    """(busy, total) jiffies over all CPUs."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = values[3] + (values[4] if len(values) > 4 else 0)
+    total = sum(values[:8])
+    return total - idle, total
+
+
+def memory_mb(pid: int | None) -> dict:
+    out = {}
+    if pid is None:
+        return out
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(("VmHWM:", "VmRSS:")):
+                out[line.split(":")[0]] = int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return out
+
+
+class Meter:
+    """CPU of each process of interest, sampled before and after a cell."""
+
+    def __init__(self, pids: dict[str, int | None]):
+        self.pids = pids
+
+    def sample(self) -> dict:
+        stats = _all_stats()
+        sample = {name: tree_cpu(stats, pid) for name, pid in self.pids.items()}
+        sample["loadgen"] = time.process_time()
+        sample["_machine"] = machine_jiffies()
+        sample["_wall"] = time.monotonic()
+        return sample
+
+    @staticmethod
+    def delta(before: dict, after: dict, responses: int) -> dict:
+        out = {}
+        for name, value in after.items():
+            if name.startswith("_") or value is None or before.get(name) is None:
+                continue
+            out[f"{name}_ms_per_resp"] = 1000 * (value - before[name]) / max(responses, 1)
+        busy = after["_machine"][0] - before["_machine"][0]
+        total = after["_machine"][1] - before["_machine"][1]
+        out["machine_busy_pct"] = 100 * busy / total if total else None
+        out["wall_s"] = after["_wall"] - before["_wall"]
+        return out
+
+
+def redis_pid(url: str) -> int | None:
+    try:
+        return int(redis.Redis.from_url(url).info("server")["process_id"])
+    except Exception:
+        return None
+
+
+def postgres_pid(url: str) -> int | None:
+    """The postmaster's pid (parent of a backend), if it runs on this machine."""
+    try:
+        with psycopg.connect(url) as conn:
+            backend = conn.execute("select pg_backend_pid()").fetchone()[0]
+        stat = Path(f"/proc/{backend}/stat").read_text()
+        return int(stat[stat.rindex(")") + 2:].split()[1])
+    except Exception:
+        return None
+
+
+# --------------------------------------------------------------------------- the matrix
+
+
+def _round(value, digits=1):
+    return None if value is None else round(value, digits)
+
+
+def _records(run: Run) -> list[dict]:
+    t0 = min((r.t_start for r in run.results), default=0.0)
+    return [{**r.as_dict(), "t_start": r.t_start - t0} for r in run.results]
+
+
+async def wait_ready(target: Target, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        result = await fetch(target, min(30.0, max(1.0, deadline - time.monotonic())))
+        if result.ok:
+            return
+        last = result.error
+        await asyncio.sleep(0.5)
+    raise RuntimeError(f"the gateway did not serve a stream within {timeout}s: {last}")
+
+
+def check_alive(processes: dict) -> None:
+    for name, process in processes.items():
+        if process is None or process.poll() is not None:
+            code = None if process is None else process.returncode
+            raise Aborted(f"{name} (pid {getattr(process, 'pid', '?')}) exited with code {code}"
+                          + (" (killed by a signal from outside the benchmark?)" if code and code < 0 else ""))
+
+
+async def measure(target: Target, concurrency: int, total: int, meter: Meter | None,
+                  label: str, processes: dict, max_seconds: float = CELL_MAX_SECONDS,
+                  request_timeout: float = REQUEST_TIMEOUT, warmup: bool = True) -> dict:
+    check_alive(processes)
+    if warmup:
+        count = min(concurrency, 10)
+        await run_load(target, count, count, max_seconds=60, request_timeout=60)
+        await asyncio.sleep(0.3)
+    log(f"{label}: {total} requests at concurrency {concurrency} ...")
+    before = meter.sample() if meter else None
+    load = asyncio.ensure_future(run_load(target, concurrency, total, max_seconds=max_seconds,
+                                          request_timeout=request_timeout))
+    while not load.done():  # a dead web or worker would leave every request hanging: stop early
+        await asyncio.wait([load], timeout=0.5)
+        if not load.done():
+            try:
+                check_alive(processes)
+            except Aborted as exc:
+                load.cancel()
+                await asyncio.gather(load, return_exceptions=True)
+                raise Aborted(f"{label}: {exc}") from None
+    run = load.result()
+    await asyncio.sleep(0.3)  # let the tail of the cell's work (DB writes) land in the sample
+    after = meter.sample() if meter else None
+    summary = run.summary()
+    try:
+        check_alive(processes)
+    except Aborted as exc:
+        summary["died"] = str(exc)
+    if meter:
+        summary["cpu"] = Meter.delta(before, after, len(run.results))
+        summary["cpu"]["loadgen_ms_per_resp"] = summary["client_cpu_ms_per_resp"]
+        summary["memory"] = {name: memory_mb(pid) for name, pid in meter.pids.items()
+                             if name in ("web", "worker")}
+    summary["lost_samples"] = [{"reason": r.lost, "body_tail": r.body[-1500:].decode("utf-8", "replace")}
+                               for r in run.results if r.lost is not None][:3]
+    for r in run.results:
+        r.body = b""
+    summary["requests"] = _records(run)
+    log(f"{label}: ok={summary['ok']} errors={summary['errors']} {summary['error_kinds'] or ''} "
+        f"lost={summary['lost']} {summary['lost_kinds'] or ''} in {summary['wall_s']:.1f}s, "
+        f"TTFD p50={_round(summary['ttfd_p50_ms'])} ms, total p50={_round(summary['total_p50_ms'])} ms"
+        + (f", gateway CPU {summary['cpu'].get('web_ms_per_resp', 0) + summary['cpu'].get('worker_ms_per_resp', 0):.1f} ms/resp"
+           if meter and target.mode == "gateway" else ""))
+    if "died" in summary:
+        raise Aborted(f"{label}: {summary['died']}", summary)
+    return summary
+
+
+async def run_matrix(upstream_url: str, gateway_url: str, api_key: str, meter: Meter,
+                     matrix: list, streams: int, processes: dict, report: dict) -> None:
+    """Fill `report["cells"]` and `report["streams_check"]` as the cells complete, so a
+    run that stops half-way still has the cells it finished."""
+    log("waiting for the gateway and its worker to serve a stream ...")
+    check_alive(processes)
+    await wait_ready(Target.make("gateway", gateway_url, "bench-3-0", 3, api_key))
+    cells = report.setdefault("cells", [])
+    for pacing, concurrency, total in matrix:
+        model = f"bench-{N_CHUNKS}-{pacing}"
+        cell = {"pacing_ms": pacing, "concurrency": concurrency, "total": total, "model": model}
+        for mode, base, key in (("direct", upstream_url, None), ("gateway", gateway_url, api_key)):
+            target = Target.make(mode, base, model, N_CHUNKS, key)
+            try:
+                cell[mode] = await measure(target, concurrency, total, meter,
+                                           f"pacing={pacing}ms c={concurrency} {mode}", processes)
+            except BaseException as exc:
+                if isinstance(exc, Aborted) and len(exc.args) > 1:
+                    cell[mode] = exc.args[1]
+                if "direct" in cell:
+                    cells.append(cell)
+                raise
+        cells.append(cell)
+    model = f"bench-{N_CHUNKS}-{STREAMS_PACING}"
+    target = Target.make("gateway", gateway_url, model, N_CHUNKS, api_key)
+    try:
+        check = await measure(target, streams, streams, meter, f"{streams}-stream check", processes,
+                              max_seconds=CELL_MAX_SECONDS, request_timeout=CELL_MAX_SECONDS,
+                              warmup=False)
+    except Aborted as exc:
+        if len(exc.args) < 2:
+            raise
+        check = exc.args[1]
+    check.update({"pacing_ms": STREAMS_PACING, "model": model,
+                  "passed": check["errors"] == 0 and check["lost"] == 0 and check["ok"] == streams
+                  and "died" not in check})
+    report["streams_check"] = check
+    if "died" in check:
+        raise Aborted(check["died"])
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _f(value, digits=1) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.{digits}f}"
+
+
+def render(report: dict) -> str:
+    meta = report["meta"]
+    lines = [
+        f"# Gateway benchmark ({'quick' if meta['quick'] else 'full'})", "",
+        f"{meta['date']} · commit {meta['commit']} · {meta['cpus']} CPUs · {meta['python']} · "
+        f"{N_CHUNKS} text chunks per response · worker --concurrency {WORKER_CONCURRENCY} · "
+        f"gateway body framing: {', '.join(meta.get('gateway_framing') or ['?'])}", "",
+    ]
+    if meta.get("aborted"):
+        lines += [f"**ABORTED**: {meta['aborted']} — the cells below are the ones that ran.", ""]
+    lines += [
+        "| pacing ms | conc | target | reqs | ok | errors | lost | resp/s | TTFD p50 | TTFD p99 "
+        "| total p50 | total p99 | gw CPU ms/resp | web HWM MB | worker HWM MB | ΔTTFD p50 | total p50 × |",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for cell in report.get("cells", []):
+        direct = cell["direct"]
+        for mode in ("direct", "gateway"):
+            s = cell.get(mode)
+            if s is None:
+                continue
+            cpu = s.get("cpu", {})
+            row = [str(cell["pacing_ms"]), str(cell["concurrency"]), mode, str(s["issued"] + s["skipped"]),
+                   str(s["ok"]), str(s["errors"]), str(s["lost"]), _f(s["rps"]), _f(s["ttfd_p50_ms"]),
+                   _f(s["ttfd_p99_ms"]), _f(s["total_p50_ms"]), _f(s["total_p99_ms"])]
+            if mode == "gateway":
+                gw = (cpu.get("web_ms_per_resp") or 0) + (cpu.get("worker_ms_per_resp") or 0)
+                mem = s.get("memory", {})
+                ratio = (s["total_p50_ms"] / direct["total_p50_ms"]
+                         if s["total_p50_ms"] and direct["total_p50_ms"] else None)
+                diff = (s["ttfd_p50_ms"] - direct["ttfd_p50_ms"]
+                        if s["ttfd_p50_ms"] is not None and direct["ttfd_p50_ms"] is not None else None)
+                row += [_f(gw), _f(mem.get("web", {}).get("VmHWM"), 0),
+                        _f(mem.get("worker", {}).get("VmHWM"), 0),
+                        ("+" if diff and diff > 0 else "") + _f(diff), _f(ratio, 2)]
+            else:
+                row += ["", "", "", "", ""]
+            lines.append("| " + " | ".join(row) + " |")
+    check = report.get("streams_check")
+    if check is None:
+        lines += ["", "## Concurrent-streams check: not run", ""]
+    else:
+        cpu, mem = check.get("cpu", {}), check.get("memory", {})
+        gw = (cpu.get("web_ms_per_resp") or 0) + (cpu.get("worker_ms_per_resp") or 0)
+        lines += [
+        "", f"## {check['requested']} concurrent streams ({check['pacing_ms']} ms pacing, gateway)", "",
+        f"**{'PASS' if check['passed'] else 'FAIL'}**: {check['ok']}/{check['requested']} ok, "
+        f"{check['errors']} errors {check['error_kinds'] or ''}, {check['lost']} with lost events "
+        f"{check['lost_kinds'] or ''}; wall {check['wall_s']:.1f} s, {check['rps']:.1f} resp/s, "
+        f"TTFD p50/p99 {_f(check['ttfd_p50_ms'])}/{_f(check['ttfd_p99_ms'])} ms, "
+        f"total p50/p99 {_f(check['total_p50_ms'])}/{_f(check['total_p99_ms'])} ms, "
+        f"gateway CPU {gw:.1f} ms/resp, peak memory web {_f(mem.get('web', {}).get('VmHWM'), 0)} MB, "
+        f"worker {_f(mem.get('worker', {}).get('VmHWM'), 0)} MB."]
+    lines += [
+        "", "## CPU per response by process (ms)", "",
+        "| pacing ms | conc | target | web | worker | upstream | loadgen | redis | postgres* | machine busy % |",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    rows = [(c["pacing_ms"], c["concurrency"], m, c[m]) for c in report.get("cells", [])
+            for m in ("direct", "gateway") if m in c]
+    if check is not None:
+        rows.append((check["pacing_ms"], check["requested"], "gateway", check))
+    for pacing, concurrency, mode, s in rows:
+        cpu = s.get("cpu", {})
+        names = ["web", "worker", "upstream", "loadgen", "redis", "postgres"]
+        lines.append(f"| {pacing} | {concurrency} | {mode} | "
+                     + " | ".join(_f(cpu.get(f"{n}_ms_per_resp")) for n in names)
+                     + f" | {_f(cpu.get('machine_busy_pct'), 0)} |")
+    lines += ["", "\\* postgres counts the whole server (every database), so other work on the machine shows up there.", ""]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- main
+
+
+def _git_commit() -> str:
+    """Short HEAD, with `+N modified` when the work tree differs (what is measured is the tree)."""
+    try:
+        def git(*args):
+            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                                  timeout=10).stdout
+        head = git("rev-parse", "--short", "HEAD").strip() or "?"
+        changed = [line for line in git("status", "--porcelain", "--untracked-files=no").splitlines()
+                   if line.strip()]
+        return f"{head} +{len(changed)} modified" if changed else head
+    except Exception:
+        return "?"
+
+
+def write_report(report: dict, started: float, out_md: Path, out_json: Path) -> None:
+    report["meta"]["duration_s"] = round(time.monotonic() - started, 1)
+    report["meta"]["gateway_framing"] = sorted(
+        {f for c in report.get("cells", []) for f in c.get("gateway", {}).get("framing", [])})
+    markdown = render(report)
+    print(markdown, flush=True)
+    out_md.write_text(markdown)
+    out_json.write_text(json.dumps(report, indent=1))
+    log(f"wrote {out_md} and {out_json}")
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Benchmark the gateway against its upstream.")
+    parser.add_argument("--quick", action="store_true", help="reduced matrix for a smoke check")
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "latest.md"),
+                        help="markdown report path; the JSON goes next to it (.json)")
+    args = parser.parse_args(argv)
+    out_md = Path(args.out).resolve()
+    out_json = out_md.with_suffix(".json")
+    out_md.parent.mkdir(parents=True, exist_ok=True)
+    logdir = ROOT / "bench" / "results" / "logs"
+    logdir.mkdir(parents=True, exist_ok=True)
+    for old in logdir.glob("*.log"):
+        old.unlink()
+
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    matrix = QUICK_MATRIX if args.quick else FULL_MATRIX
+    streams = QUICK_STREAMS if args.quick else FULL_STREAMS
+    redis_url = f"{REDIS_BASE_URL.rstrip('/')}/{REDIS_DB}"
+    upstream = FakeUpstreamProcess(logdir)
+    deployment: BenchDeployment | None = None
+    started = time.monotonic()
+    report: dict = {"meta": {"date": datetime.datetime.now().isoformat(timespec="seconds"),
+                             "commit": _git_commit(), "quick": args.quick, "cpus": os.cpu_count(),
+                             "python": platform.python_version(), "chunks": N_CHUNKS,
+                             "worker_concurrency": WORKER_CONCURRENCY}}
+    try:
+        log(f"starting fake upstream (logs in {logdir}) ...")
+        upstream.start()
+        log(f"fake upstream on {upstream.base_url}; fresh database {DB_NAME}, flushing Redis DB {REDIS_DB} ...")
+        database_url = fresh_postgres_database(DB_NAME)
+        redis.Redis.from_url(redis_url).flushdb()
+        env = {"DATABASE_URL": database_url, "REDIS_URL": redis_url,
+               "UPSTREAM_BASE_URL": upstream.base_url, "SECRET_KEY": "bench-" + "x" * 50,
+               "EVENT_RETENTION_SECONDS": "120"}
+        deployment = BenchDeployment(logdir, env, WORKER_CONCURRENCY)
+        deployment.manage("migrate", "-v0")
+        api_key = deployment.new_api_key("bench")
+        log(f"starting daphne on port {deployment.port} and celery worker "
+            f"(--concurrency {WORKER_CONCURRENCY}) ...")
+        deployment.start()
+        meter = Meter({"web": deployment.web.pid, "worker": deployment.worker.pid,
+                       "upstream": upstream.process.pid, "redis": redis_pid(redis_url),
+                       "postgres": postgres_pid(POSTGRES_ADMIN_URL)})
+        processes = {"web": deployment.web, "worker": deployment.worker, "upstream": upstream.process}
+        asyncio.run(run_matrix(upstream.base_url, deployment.base_url, api_key, meter,
+                               matrix, streams, processes, report))
+        return 0 if report["streams_check"]["passed"] else 1
+    except KeyboardInterrupt:
+        log("interrupted; stopping processes ...")
+        report["meta"]["aborted"] = "interrupted"
+        return 130
+    except Aborted as exc:
+        log(f"ABORTED: {exc}")
+        report["meta"]["aborted"] = str(exc)
+        return 2
+    except Exception as exc:
+        report["meta"]["aborted"] = f"error: {exc!r}"
+        raise
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not skip the cleanup
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if report.get("cells"):
+            try:
+                write_report(report, started, out_md, out_json)
+            except Exception as exc:
+                log(f"could not write the report: {exc!r}")
+        if deployment is not None:
+            deployment.stop()
+        upstream.stop()
+        try:
+            redis.Redis.from_url(redis_url).flushdb()
+        except Exception:
+            pass
+        log("all processes stopped")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
