@@ -202,13 +202,17 @@ def redis_pid(url: str) -> int | None:
 
 def postgres_pid(url: str) -> int | None:
     """The postmaster's pid (parent of a backend), if it runs on this machine."""
-    try:
-        with psycopg.connect(url) as conn:
-            backend = conn.execute("select pg_backend_pid()").fetchone()[0]
-        stat = Path(f"/proc/{backend}/stat").read_text()
-        return int(stat[stat.rindex(")") + 2:].split()[1])
-    except Exception:
-        return None
+    for attempt in range(3):
+        try:
+            with psycopg.connect(url, connect_timeout=5) as conn:
+                backend = conn.execute("select pg_backend_pid()").fetchone()[0]
+                stat = Path(f"/proc/{backend}/stat").read_text()
+            return int(stat[stat.rindex(")") + 2:].split()[1])
+        except Exception as exc:
+            error = exc
+            time.sleep(0.5)
+    log(f"postgres CPU will not be reported: {error!r}")
+    return None
 
 
 # --------------------------------------------------------------------------- the matrix

@@ -28,6 +28,13 @@ ERROR_ENTRY_ID = "0-1"
 READ_BLOCK_MS = 30_000
 
 
+def _client(url: str) -> aioredis.Redis:
+    """A client whose callers wait for a free connection rather than fail."""
+    pool = aioredis.BlockingConnectionPool.from_url(url, max_connections=64, timeout=20,
+                                                     socket_timeout=10, socket_connect_timeout=5)
+    return aioredis.Redis(connection_pool=pool)
+
+
 def stream_key(response_id: str) -> str:
     return KEY_PREFIX + response_id
 
@@ -101,7 +108,7 @@ class _StreamWriter:
 
     def __init__(self, bus: RedisEventBus):
         self.bus = bus
-        self.client = aioredis.Redis.from_url(bus.url, max_connections=64)
+        self.client = _client(bus.url)
         self.pending: dict[str, Entry] = {}
         self.fenced: set[str] = set()
         self.lock = asyncio.Lock()
@@ -153,8 +160,10 @@ class _ReadHub:
 
     def __init__(self, bus: RedisEventBus):
         self.bus = bus
-        self.client = aioredis.Redis.from_url(bus.url, max_connections=64)
-        self.reader = aioredis.Redis.from_url(bus.url, max_connections=1)
+        self.client = _client(bus.url)
+        # the one blocking XREAD: no socket timeout (it blocks up to READ_BLOCK_MS)
+        self.reader = aioredis.Redis.from_url(bus.url, socket_timeout=None,
+                                              socket_connect_timeout=5)
         self.wake_key = f"gw:wake:{os.getpid()}:{os.urandom(4).hex()}"
         self.wake_id = b"0-0"
         self.subscribers: dict[str, set[Subscription]] = {}

@@ -8,6 +8,7 @@ import logging
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.db import connection
 
 from ..bus import StreamFenced, event_bus
 from ..bus.entries import Entry, error_entry
@@ -42,6 +43,7 @@ def execute_run(response_id: str) -> None:
     if job is None:
         log.info("run %s already claimed or gone", response_id)
         return
+    connection.close()  # back to the pool while streaming; runs outnumber connections
     generated = loop.run(_generate(job))
     writer = generated.writer
     if generated.fenced:

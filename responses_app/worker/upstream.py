@@ -131,13 +131,14 @@ async def _chunk_batches(response: aiohttp.ClientResponse, read_interval: float)
 
     Reads at most once per `read_interval`: between reads the socket is not read at all
     (the protocol is paused), so chunks that arrive meanwhile are taken in one go. That
-    spares an event-loop wake-up, a bus entry and a client write per chunk; the first
-    read and the end are never held back.
+    spares an event-loop wake-up, a bus entry and a client write per chunk. Nothing is
+    held back before the first output (time to first delta) nor at the end.
     """
     loop = asyncio.get_running_loop()
     connection = response.connection
     protocol = connection.protocol if connection is not None else None
     buffer = b""
+    pacing = False
     try:
         async for data in response.content.iter_any():
             read_at = loop.time()
@@ -156,6 +157,9 @@ async def _chunk_batches(response: aiohttp.ClientResponse, read_interval: float)
                 batch.append(_decode(payload))
             if batch:
                 yield batch, False
+                pacing = pacing or any(_has_output(chunk) for chunk in batch)
+            if not pacing:
+                continue  # until the first output arrives, read as fast as it comes
             wait = read_interval - (loop.time() - read_at)
             transport = protocol.transport if protocol is not None else None
             if wait > 0 and transport is not None and transport.is_reading():
@@ -173,6 +177,15 @@ async def _chunk_batches(response: aiohttp.ClientResponse, read_interval: float)
             "server_error", f"The upstream connection failed mid-stream: {exc!s}") from None
     raise UpstreamStreamFailed("server_error",
                                "The upstream stream ended before it said it was done.")
+
+
+def _has_output(chunk: dict) -> bool:
+    for choice in chunk.get("choices") or ():
+        delta = choice.get("delta") or {}
+        if any(delta.get(key) for key in ("content", "reasoning_content", "reasoning",
+                                          "refusal", "tool_calls")):
+            return True
+    return False
 
 
 def _decode(payload: bytes) -> dict:
