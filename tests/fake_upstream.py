@@ -223,6 +223,8 @@ def _config(app: FakeUpstreamApp, **kw) -> uvicorn.Config:
 def _bind(port: int) -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # no Nagle: a paced stream is many small writes (accepted sockets inherit this)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind(("127.0.0.1", port))
     return sock
 
