@@ -2,8 +2,6 @@
 import time
 from datetime import datetime, timezone
 
-from django.db import transaction
-
 from .create_request import CreateRequest
 from .dispatch import dispatch_run
 from .errors import InvalidRequest, NotFound
@@ -28,16 +26,16 @@ def response_create(tenant: Tenant, create: CreateRequest) -> StoredResponse:
         previous_response_id=previous, store=create.store, background=create.background,
         status=ResponseStatus.QUEUED.value,
     )
-    with transaction.atomic():
-        row = StoredResponse.objects.create(
-            id=response_id, tenant=tenant, status=ResponseStatus.QUEUED, model=create.model,
-            store=create.store, background=create.background, previous_response_id=previous,
-            created_at=datetime.fromtimestamp(created_at, timezone.utc),
-            request={"instructions": create.instructions, "params": create.params,
-                     "include": create.include},
-            input_items=input_items, resource=resource,
-        )
-        transaction.on_commit(lambda: dispatch_run(response_id))
+    # One INSERT in autocommit: atomic by itself, and committed before the run is sent.
+    row = StoredResponse.objects.create(
+        id=response_id, tenant=tenant, status=ResponseStatus.QUEUED, model=create.model,
+        store=create.store, background=create.background, previous_response_id=previous,
+        created_at=datetime.fromtimestamp(created_at, timezone.utc),
+        request={"instructions": create.instructions, "params": create.params,
+                 "include": create.include},
+        input_items=input_items, resource=resource,
+    )
+    dispatch_run(response_id)
     return row
 
 

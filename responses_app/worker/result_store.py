@@ -7,11 +7,22 @@ event is published: a follow-up request made the instant it arrives finds it.
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+import orjson
 from django.conf import settings
+from django.db import connection
 
 from ..history import chain_items
 from ..models import ResponseStatus, StoredResponse
 from ..translation.chat_request import ChatRequest, build_chat_request
+
+
+# One statement claims the row and reads what the run needs (Postgres and SQLite both
+# support UPDATE … RETURNING).
+CLAIM_SQL = """
+UPDATE responses SET status = %s WHERE id = %s AND status = %s
+RETURNING tenant_id, model, store, background, previous_response_id, request, input_items,
+          resource
+"""
 
 
 @dataclass
@@ -26,24 +37,29 @@ class RunJob:
 
 def claim_run(response_id: str) -> RunJob | None:
     """Take the queued response for this worker; None if another run has it or it is gone."""
-    claimed = StoredResponse.objects.filter(
-        id=response_id, status=ResponseStatus.QUEUED
-    ).update(status=ResponseStatus.IN_PROGRESS)
-    if not claimed:
+    with connection.cursor() as cursor:
+        cursor.execute(CLAIM_SQL, [ResponseStatus.IN_PROGRESS, response_id, ResponseStatus.QUEUED])
+        claimed = cursor.fetchone()
+    if claimed is None:
         return None
-    row = StoredResponse.objects.get(id=response_id)
+    tenant_id, model, store, background, previous_id, request, input_items, resource = claimed
+    request, input_items, resource = (_json(request), _json(input_items), _json(resource))
     items = []
-    if row.previous_response_id:
-        items = chain_items(row.tenant_id, row.previous_response_id) or []
-    items.extend(row.input_items)
-    request = row.request
+    if previous_id:
+        items = chain_items(tenant_id, previous_id) or []
+    items.extend(input_items)
     chat = build_chat_request(
-        model=row.model, instructions=request.get("instructions"), items=items,
+        model=model, instructions=request.get("instructions"), items=items,
         params=request["params"], include=request["include"],
         max_tokens_param=settings.UPSTREAM_MAX_TOKENS_PARAM,
     )
-    return RunJob(response_id=row.id, store=row.store, background=row.background,
-                  resource=row.resource, chat=chat, include=request["include"])
+    return RunJob(response_id=response_id, store=bool(store), background=bool(background),
+                  resource=resource, chat=chat, include=request["include"])
+
+
+def _json(value):
+    """A JSON column as Python data (Postgres hands back objects, SQLite text)."""
+    return orjson.loads(value) if isinstance(value, str | bytes) else value
 
 
 def store_result(job: RunJob, resource: dict) -> None:
