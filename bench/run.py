@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.run [--quick] [--out bench/results/latest.md]
 
-Starts a fake upstream (``tests.fake_upstream``), a fresh Postgres database
+Starts a lean fake upstream (``bench.upstream``), a fresh Postgres database
 (``gateway_bench``), Redis DB 12 (flushed), Daphne and a Celery worker, then runs the matrix
 pacing x concurrency, each cell once against the upstream directly and once through the
 gateway, then the many-concurrent-streams check. Prints a markdown table to stdout, writes
@@ -87,7 +87,7 @@ class FakeUpstreamProcess:
 
     def start(self, timeout: float = 20.0) -> None:
         self.process = subprocess.Popen(
-            [PYTHON, "-m", "tests.fake_upstream", "--port", str(self.port), "--no-record"],
+            [PYTHON, "-m", "bench.upstream", "--port", str(self.port)],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=self.log_path.open("w"), text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"})
         ready, _, _ = select.select([self.process.stdout], [], [], timeout)

@@ -1,14 +1,18 @@
 """Reads on the request side: a tenant's stored responses and their input items."""
 from .errors import InvalidRequest, NotFound
-from .models import StoredResponse, Tenant
+from .models import TERMINAL_STATUSES, StoredResponse, Tenant
 
 
-def response_get(tenant: Tenant, response_id: str) -> StoredResponse:
+def response_get(tenant: Tenant, response_id: str) -> dict:
+    """The response object; while it runs, with the run's current status."""
     row = (StoredResponse.objects.filter(id=response_id, tenant=tenant, store=True)
            .only("id", "resource", "status").first())
     if row is None:
         raise NotFound(f"No response found with id '{response_id}'.")
-    return row
+    resource = row.resource
+    if row.status != resource["status"] and row.status not in TERMINAL_STATUSES:
+        resource = {**resource, "status": row.status}
+    return resource
 
 
 def input_items_page(tenant: Tenant, response_id: str, *, after: str | None, limit: int,

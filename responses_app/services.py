@@ -8,6 +8,7 @@ from .errors import InvalidRequest, NotFound
 from .history import chain_items
 from .ids import new_id
 from .models import ResponseStatus, StoredResponse, Tenant
+from .reasoning_token import open_sealed
 from .translation.resource import new_response_resource
 
 
@@ -17,7 +18,7 @@ def response_create(tenant: Tenant, create: CreateRequest) -> StoredResponse:
     if previous and not _is_stored(tenant, previous):
         raise InvalidRequest(f"Previous response with id '{previous}' not found.",
                              param="previous_response_id", code="previous_response_not_found")
-    input_items = _resolve_item_references(tenant, create)
+    input_items = [_unsealed(item) for item in _resolve_item_references(tenant, create)]
     created_at = time.time()
     response_id = new_id("resp")
     resource = new_response_resource(
@@ -43,6 +44,14 @@ def response_delete(tenant: Tenant, response_id: str) -> None:
     deleted, _ = StoredResponse.objects.filter(id=response_id, tenant=tenant, store=True).delete()
     if not deleted:
         raise NotFound(f"No response found with id '{response_id}'.")
+
+
+def _unsealed(item: dict) -> dict:
+    """A reasoning item sent back with our `encrypted_content` gets its text restored."""
+    if item["type"] != "reasoning" or not item.get("encrypted_content") or item["content"]:
+        return item
+    sealed = open_sealed(item["encrypted_content"])
+    return item if sealed is None else {**item, **sealed}
 
 
 def _is_stored(tenant: Tenant, response_id: str) -> bool:

@@ -17,7 +17,7 @@ def create_response(request):
 
 class ResponseDetail(APIView):
     def get(self, request, response_id):
-        return Response(selectors.response_get(request.user.tenant, response_id).resource)
+        return Response(selectors.response_get(request.user.tenant, response_id))
 
     def delete(self, request, response_id):
         services.response_delete(request.user.tenant, response_id)

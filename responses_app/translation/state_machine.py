@@ -69,6 +69,8 @@ class TranslatorOptions:
     include_logprobs: bool = False
     # upstream function name -> (name, namespace) for flattened namespace tools
     function_names: dict = field(default_factory=dict)
+    # reasoning item -> opaque token, when the client asked for reasoning.encrypted_content
+    seal_reasoning: "callable | None" = None
     now: "callable" = time.time
 
 
@@ -207,6 +209,8 @@ class ResponseTranslator:
         if segment.kind is not None:
             self._close_part(events, segment)
         segment.item["status"] = status
+        if segment.item["type"] == "reasoning" and self.options.seal_reasoning is not None:
+            segment.item["encrypted_content"] = self.options.seal_reasoning(segment.item)
         events.append({"type": "response.output_item.done", "output_index": segment.output_index,
                        "item": segment.item})
         self._segment = None

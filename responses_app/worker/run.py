@@ -14,6 +14,7 @@ from ..bus import StreamFenced, event_bus
 from ..bus.entries import Entry, error_entry
 from ..errors import error_body
 from ..ids import new_id
+from ..reasoning_token import seal
 from ..translation.sse import EventStamper
 from ..translation.state_machine import ResponseTranslator, TranslatorOptions
 from . import loop, result_store
@@ -80,6 +81,7 @@ async def _generate(job) -> Generated:
         reasoning_as_summary=bool(reasoning.get("summary")),
         include_logprobs="message.output_text.logprobs" in job.include,
         function_names=job.chat.function_names,
+        seal_reasoning=seal if "reasoning.encrypted_content" in job.include else None,
     ))
     stamper = EventStamper()
     result = Generated(resource=job.resource, stamper=stamper, writer=writer)
