@@ -129,7 +129,7 @@ EVENT_RETENTION_SECONDS = env.int("EVENT_RETENTION_SECONDS", default=24 * 3600)
 # The worker reads the upstream at most once per STREAM_BATCH_MS: chunks that arrive in
 # between travel together (one bus entry, one client write). The first delta and the end
 # are never held back. Writes to Redis are pipelined every STREAM_FLUSH_INTERVAL_MS.
-STREAM_BATCH_MS = env.float("STREAM_BATCH_MS", default=20.0)
+STREAM_BATCH_MS = env.float("STREAM_BATCH_MS", default=50.0)
 STREAM_FLUSH_INTERVAL_MS = env.float("STREAM_FLUSH_INTERVAL_MS", default=5.0)
 # The longest a run may take end to end.
 RUN_DEADLINE_SECONDS = env.int("RUN_DEADLINE_SECONDS", default=3600)
