@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import heapq
 import itertools
-import time
 
 import orjson
 

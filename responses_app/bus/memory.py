@@ -68,11 +68,6 @@ class MemoryEventBus:
             if log is not None:
                 log.subscribers.discard(subscription)
 
-    def has_log(self, response_id: str) -> bool:
-        with self._lock:
-            log = self._logs.get(response_id)
-            return bool(log and log.entries)
-
 
 class MemoryLogWriter:
     """The run's handle on one response's log."""

@@ -83,11 +83,6 @@ class RedisEventBus:
             hub = self._hubs[loop] = _ReadHub(self)
         return await hub.subscribe(response_id, after)
 
-    async def has_log(self, response_id: str) -> bool:
-        loop = asyncio.get_running_loop()
-        hub = self._hubs.get(loop) or self._hubs.setdefault(loop, _ReadHub(self))
-        return bool(await hub.client.exists(stream_key(response_id)))
-
 
 class RedisLogWriter:
     """The run's handle on one response's stream."""

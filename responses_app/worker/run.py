@@ -111,6 +111,7 @@ async def _generate(job) -> Generated:
     except StreamFenced:
         log.warning("run %s lost its event stream to another writer; stopping", job.response_id)
         result.fenced = True
+        await writer.close()
     except Exception:
         log.exception("run %s crashed", job.response_id)
         if stamper.next_sequence_number == 0:
