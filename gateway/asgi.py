@@ -9,6 +9,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
 
 django_app = get_asgi_application()
 
-from responses_app.asgi_front import route_hot_paths  # noqa: E402  (needs Django set up)
+from responses_app.asgi_front import refuse_websocket, route_hot_paths  # noqa: E402
 
-application = ProtocolTypeRouter({"http": route_hot_paths(django_app)})
+application = ProtocolTypeRouter({
+    "http": route_hot_paths(django_app),
+    "websocket": refuse_websocket,
+})

@@ -36,6 +36,13 @@ def route_hot_paths(django_app):
     return application
 
 
+async def refuse_websocket(scope, receive, send):
+    """No WebSocket transport (yet): the handshake is refused (HTTP 403), never a 500."""
+    message = await receive()
+    if message["type"] == "websocket.connect":
+        await send({"type": "websocket.close", "code": 1008})
+
+
 @lru_cache(maxsize=1)
 def _db_threads() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=settings.WEB_DB_THREADS, thread_name_prefix="web-db")

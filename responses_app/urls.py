@@ -5,6 +5,7 @@ from . import views
 
 urlpatterns = [
     path("responses", views.create_response),
+    path("responses/compact", views.not_found),
     path("responses/<str:response_id>", views.ResponseDetail.as_view()),
     path("responses/<str:response_id>/input_items", views.ResponseInputItems.as_view()),
     path("models", views.ModelList.as_view()),

@@ -122,6 +122,7 @@ def test_unknown_previous_response_is_400(client, key):
 @pytest.mark.parametrize("method, path, status, code", [
     ("get", "/v1/nothing-here", 404, "unknown_route"),
     ("post", "/v1/chat/completions", 404, "unknown_route"),
+    ("post", "/v1/responses/compact", 404, "unknown_route"),
     ("get", "/v1/responses/resp_missing", 404, "not_found"),
     ("delete", "/v1/responses/resp_missing", 404, "not_found"),
     ("get", "/v1/responses/resp_missing/input_items", 404, "not_found"),
@@ -135,3 +136,11 @@ def test_routes_answer_json_errors(client, key, method, path, status, code):
 
 def test_unauthenticated_detail_is_401_not_404(client):
     assert_error(client.get("/v1/responses/resp_x"), 401, "invalid_api_key")
+
+
+def test_a_websocket_handshake_is_refused_cleanly():
+    from channels.testing import WebsocketCommunicator
+
+    communicator = WebsocketCommunicator(application, "/v1/responses")
+    connected, code = async_to_sync(communicator.connect)(timeout=5)
+    assert (connected, code) == (False, 1008)
