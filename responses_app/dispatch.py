@@ -15,7 +15,8 @@ def dispatch_run(response_id: str) -> None:
     else:
         from gateway.celery import app
 
-        app.send_task(RUN_TASK, args=[response_id])
+        # Celery's own retry loop would hold a web database thread; a failure is an error.
+        app.send_task(RUN_TASK, args=[response_id], retry=False)
 
 
 @lru_cache(maxsize=1)

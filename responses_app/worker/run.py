@@ -88,7 +88,8 @@ async def _generate(job) -> Generated:
     try:
         async with open_chat_stream(_target(), job.chat.body,
                                     settings.STREAM_BATCH_MS / 1000) as batches:
-            await writer.append(Entry(0, 1, stamper.render(translator.start())), urgent=True)
+            # not urgent: it usually travels with the first delta, which is
+            await writer.append(Entry(0, 1, stamper.render(translator.start())))
             first_delta_sent = False
             async for chunks, _end in batches:
                 events = []
