@@ -33,7 +33,8 @@ from tests.servers import (BIN, POSTGRES_ADMIN_URL, PYTHON, REDIS_BASE_URL, ROOT
 DB_NAME = "gateway_bench"
 REDIS_DB = 12
 N_CHUNKS = 200
-WORKER_CONCURRENCY = 600
+WORKER_CONCURRENCY = 300  # per worker process
+WORKERS = 2  # Celery worker processes: one per core (a process's threads share one GIL)
 CELL_MAX_SECONDS = 120.0
 REQUEST_TIMEOUT = 60.0
 
@@ -58,21 +59,38 @@ def log(message: str) -> None:
 
 
 class BenchDeployment(Deployment):
-    """`tests.servers.Deployment` with a worker sized for hundreds of concurrent streams."""
+    """`tests.servers.Deployment` with `workers` Celery worker processes sized for hundreds
+    of concurrent streams."""
 
-    def __init__(self, workdir: Path, env: dict, worker_concurrency: int):
+    def __init__(self, workdir: Path, env: dict, worker_concurrency: int, workers: int):
         super().__init__(workdir, env, worker=False)
         self.worker_concurrency = worker_concurrency
+        self.worker_count = workers
+        self.workers: list[subprocess.Popen] = []
 
     def start(self) -> None:
         super().start()  # web only
-        worker_log = self.workdir / f"worker-{self._starts}.log"
-        self.worker = subprocess.Popen(
-            [str(BIN / "celery"), "-A", "gateway", "worker", "-l", "warning",
-             "--concurrency", str(self.worker_concurrency), "--without-heartbeat",
-             "--without-gossip", "--without-mingle"],
-            cwd=ROOT, env=self.env, stdout=worker_log.open("w"), stderr=subprocess.STDOUT,
-        )
+        for n in range(self.worker_count):
+            worker_log = self.workdir / f"worker{n + 1}-{self._starts}.log"
+            self.workers.append(subprocess.Popen(
+                [str(BIN / "celery"), "-A", "gateway", "worker", "-l", "warning",
+                 "-n", f"bench{n + 1}@%h", "--concurrency", str(self.worker_concurrency),
+                 "--without-heartbeat", "--without-gossip", "--without-mingle"],
+                cwd=ROOT, env=self.env, stdout=worker_log.open("w"), stderr=subprocess.STDOUT,
+            ))
+
+    def stop(self) -> None:
+        super().stop()  # web
+        for process in self.workers:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.workers:
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self.workers = []
 
 
 class FakeUpstreamProcess:
@@ -129,8 +147,11 @@ def _all_stats() -> dict[int, tuple[int, float]]:
     return stats
 
 
-def tree_cpu(stats: dict, root: int | None) -> float | None:
-    """CPU seconds of `root` and every live descendant."""
+def tree_cpu(stats: dict, root) -> float | None:
+    """CPU seconds of `root` (a pid, or a list of pids summed) and every live descendant."""
+    if isinstance(root, list):
+        parts = [tree_cpu(stats, pid) for pid in root]
+        return None if None in parts else sum(parts)
     if root is None or root not in stats:
         return None
     children: dict[int, list[int]] = {}
@@ -152,7 +173,14 @@ def machine_jiffies() -> tuple[int, int]:
     return total - idle, total
 
 
-def memory_mb(pid: int | None) -> dict:
+def memory_mb(pid) -> dict:
+    """VmHWM/VmRSS in MB of a process, or summed over a list of processes."""
+    if isinstance(pid, list):
+        out: dict = {}
+        for one in pid:
+            for key, value in memory_mb(one).items():
+                out[key] = out.get(key, 0) + value
+        return out
     out = {}
     if pid is None:
         return out
@@ -351,7 +379,7 @@ def render(report: dict) -> str:
     lines = [
         f"# Gateway benchmark ({'quick' if meta['quick'] else 'full'})", "",
         f"{meta['date']} · commit {meta['commit']} · {meta['cpus']} CPUs · {meta['python']} · "
-        f"{N_CHUNKS} text chunks per response · worker --concurrency {WORKER_CONCURRENCY} · "
+        f"{N_CHUNKS} text chunks per response · {report['meta'].get('workers', 1)} worker process(es) × --concurrency {WORKER_CONCURRENCY} · "
         f"gateway body framing: {', '.join(meta.get('gateway_framing') or ['?'])}", "",
     ]
     if meta.get("aborted"):
@@ -453,6 +481,8 @@ def _raise_interrupt(signum, frame):
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Benchmark the gateway against its upstream.")
     parser.add_argument("--quick", action="store_true", help="reduced matrix for a smoke check")
+    parser.add_argument("--workers", type=int, default=WORKERS,
+                        help=f"Celery worker processes (default {WORKERS})")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "latest.md"),
                         help="markdown report path; the JSON goes next to it (.json)")
     args = parser.parse_args(argv)
@@ -474,7 +504,7 @@ def main(argv: list[str] | None = None) -> int:
     report: dict = {"meta": {"date": datetime.datetime.now().isoformat(timespec="seconds"),
                              "commit": _git_commit(), "quick": args.quick, "cpus": os.cpu_count(),
                              "python": platform.python_version(), "chunks": N_CHUNKS,
-                             "worker_concurrency": WORKER_CONCURRENCY}}
+                             "worker_concurrency": WORKER_CONCURRENCY, "workers": args.workers}}
     try:
         log(f"starting fake upstream (logs in {logdir}) ...")
         upstream.start()
@@ -484,16 +514,17 @@ def main(argv: list[str] | None = None) -> int:
         env = {"DATABASE_URL": database_url, "REDIS_URL": redis_url,
                "UPSTREAM_BASE_URL": upstream.base_url, "SECRET_KEY": "bench-" + "x" * 50,
                "EVENT_RETENTION_SECONDS": "120"}
-        deployment = BenchDeployment(logdir, env, WORKER_CONCURRENCY)
+        deployment = BenchDeployment(logdir, env, WORKER_CONCURRENCY, args.workers)
         deployment.manage("migrate", "-v0")
         api_key = deployment.new_api_key("bench")
-        log(f"starting daphne on port {deployment.port} and celery worker "
-            f"(--concurrency {WORKER_CONCURRENCY}) ...")
+        log(f"starting daphne on port {deployment.port} and {args.workers} celery worker(s) "
+            f"(--concurrency {WORKER_CONCURRENCY} each) ...")
         deployment.start()
-        meter = Meter({"web": deployment.web.pid, "worker": deployment.worker.pid,
+        meter = Meter({"web": deployment.web.pid, "worker": [w.pid for w in deployment.workers],
                        "upstream": upstream.process.pid, "redis": redis_pid(redis_url),
                        "postgres": postgres_pid(POSTGRES_ADMIN_URL)})
-        processes = {"web": deployment.web, "worker": deployment.worker, "upstream": upstream.process}
+        processes = {"web": deployment.web, "upstream": upstream.process,
+                     **{f"worker{n + 1}": w for n, w in enumerate(deployment.workers)}}
         asyncio.run(run_matrix(upstream.base_url, deployment.base_url, api_key, meter,
                                matrix, streams, processes, report))
         return 0 if report["streams_check"]["passed"] else 1
