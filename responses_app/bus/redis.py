@@ -133,16 +133,17 @@ class _StreamWriter:
                 return
             batch, self.pending = self.pending, {}
             pipe = self.client.pipeline(transaction=False)
+            command_keys = []  # the stream each pipelined command wrote to
             for key, entry in batch.items():
                 entry_id = ERROR_ENTRY_ID if entry.error is not None else f"1-{entry.last}"
                 pipe.xadd(key, encode(entry), id=entry_id)
-                if entry.end:
-                    pipe.pexpire(key, self.bus.retention_ms)
-                elif entry.first == 0:
-                    pipe.pexpire(key, self.bus.running_ttl_ms)
+                command_keys.append(key)
+                if entry.end or entry.first == 0:
+                    ttl = self.bus.retention_ms if entry.end else self.bus.running_ttl_ms
+                    pipe.pexpire(key, ttl)
+                    command_keys.append(key)
             results = await pipe.execute(raise_on_error=False)
-        keys = [key for key, entry in batch.items() for _ in range(1 + (entry.end or entry.first == 0))]
-        for key, result in zip(keys, results):
+        for key, result in zip(command_keys, results):
             if isinstance(result, ResponseError):
                 log.warning("event stream %s refused a write: %s", key, result)
                 self.fenced.add(key)

@@ -1,0 +1,125 @@
+"""The event bus contract, on real Redis and on the in-process bus: replay from any
+sequence number, live tail, the end marker, pre-start errors, and one writer per stream."""
+import asyncio
+import os
+
+import pytest
+import redis
+
+from responses_app.bus import KEEPALIVE, StreamFenced
+from responses_app.bus.entries import Entry, error_entry
+from responses_app.bus.memory import MemoryEventBus
+from responses_app.bus.redis import RedisEventBus
+from responses_app.translation.sse import EventStamper, event_of_block, split_blocks
+from tests.servers import REDIS_BASE_URL
+
+BUS_REDIS_DB = 15
+
+
+def memory_bus():
+    return MemoryEventBus(retention_seconds=60)
+
+
+def redis_bus(flush=True):
+    url = f"{REDIS_BASE_URL}/{BUS_REDIS_DB}"
+    if flush:
+        redis.Redis.from_url(url).flushdb()
+    return RedisEventBus(url, retention_seconds=60, run_deadline_seconds=60,
+                         flush_interval=0.005, read_coalesce=0.002)
+
+
+def memory_buses():
+    """Two writers of one process share the in-process bus."""
+    bus = memory_bus()
+    return bus, bus
+
+
+def redis_buses():
+    """Two processes' views of Redis: a zombie run elsewhere has its own writer."""
+    return redis_bus(), redis_bus(flush=False)
+
+
+BUSES = [pytest.param(memory_bus, id="memory"), pytest.param(redis_bus, id="redis")]
+
+
+def batch(stamper, count, end=False):
+    first = stamper.next_sequence_number
+    data = stamper.render([{"type": "response.output_text.delta", "delta": f"d{first + i}"}
+                           for i in range(count)])
+    return Entry(first, stamper.next_sequence_number - 1, data, end=end)
+
+
+def numbers(entries):
+    return [event_of_block(block)["sequence_number"]
+            for entry in entries for block in split_blocks(entry.data)]
+
+
+async def collect(subscription, timeout=5.0):
+    entries = []
+    while True:
+        entry = await subscription.get(timeout)
+        assert entry is not KEEPALIVE, f"stalled after {numbers(entries)}"
+        entries.append(entry)
+        if entry.end:
+            subscription.close()
+            return entries
+
+
+@pytest.mark.parametrize("make_bus", BUSES)
+def test_replay_then_live_tail_gives_every_event_once(make_bus):
+    bus = make_bus()
+
+    async def scenario():
+        response_id = f"resp_tail_{os.getpid()}"
+        writer = bus.writer(response_id)
+        stamper = EventStamper()
+        await writer.append(batch(stamper, 3), urgent=True)
+        await writer.append(batch(stamper, 4))
+        early = await bus.subscribe(response_id, -1)
+        middle = await bus.subscribe(response_id, 4)
+        await writer.append(batch(stamper, 2))
+        await writer.append(batch(stamper, 1, end=True))
+        late = await bus.subscribe(response_id, 8)
+        return await collect(early), await collect(middle), await collect(late)
+
+    early, middle, late = asyncio.run(scenario())
+    assert numbers(early) == list(range(10))
+    assert numbers(middle) == list(range(5, 10))
+    assert numbers(late) == [9]
+
+
+@pytest.mark.parametrize("make_bus", BUSES)
+def test_an_error_before_start_reaches_the_reader(make_bus):
+    bus = make_bus()
+
+    async def scenario():
+        response_id = f"resp_err_{os.getpid()}"
+        writer = bus.writer(response_id)
+        subscription = await bus.subscribe(response_id, -1)
+        await writer.append(error_entry(429, {"error": {"message": "slow down"}},
+                                        {"Retry-After": "7"}))
+        return await subscription.get(5)
+
+    entry = asyncio.run(scenario())
+    assert entry.error == {"status": 429, "body": {"error": {"message": "slow down"}},
+                           "headers": {"Retry-After": "7"}}
+
+
+@pytest.mark.parametrize("make_buses", [pytest.param(memory_buses, id="memory"),
+                                        pytest.param(redis_buses, id="redis")])
+def test_a_second_writer_is_fenced_off(make_buses):
+    bus, other = make_buses()
+
+    async def scenario():
+        response_id = f"resp_fence_{os.getpid()}"
+        first, second = bus.writer(response_id), other.writer(response_id)
+        stamper = EventStamper()
+        await first.append(batch(stamper, 3), urgent=True)
+        with pytest.raises(StreamFenced):
+            await second.append(batch(EventStamper(), 2), urgent=True)
+        subscription = await bus.subscribe(response_id, -1)
+        await first.append(batch(stamper, 1, end=True))
+        return await collect(subscription)
+
+    assert numbers(asyncio.run(scenario())) == [0, 1, 2, 3]
+
