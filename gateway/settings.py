@@ -146,12 +146,13 @@ GC_GEN0_THRESHOLD = env.int("GC_GEN0_THRESHOLD", default=50_000)
 WEB_DB_THREADS = env.int("WEB_DB_THREADS", default=8)
 
 CELERY_BROKER_URL = REDIS_URL or "memory://"
-CELERY_TASK_ACKS_LATE = True
-CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_WORKER_POOL = "threads"
 CELERY_WORKER_CONCURRENCY = env.int("WORKER_CONCURRENCY", default=200)
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": RUN_DEADLINE_SECONDS + 600}
+# A run is claimed atomically (queued -> in_progress), so a redelivered message could never
+# run it again: the broker's ack emulation (an unacked hash and a visibility timeout) would
+# cost half of Celery's per-task work in the worker and buy nothing.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"ack_emulation": False}
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
