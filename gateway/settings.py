@@ -138,8 +138,6 @@ RUN_DEADLINE_SECONDS = env.int("RUN_DEADLINE_SECONDS", default=3600)
 REDIS_URL = env.str("REDIS_URL", default="")
 EMBEDDED = not REDIS_URL
 EMBEDDED_WORKER_THREADS = env.int("EMBEDDED_WORKER_THREADS", default=32)
-# How often a thread waiting for the GIL gets it (Python's default is 5 ms).
-GIL_SWITCH_INTERVAL_MS = env.float("GIL_SWITCH_INTERVAL_MS", default=0.5)
 # Allocations between two young-generation garbage collections (Python's default: 700).
 GC_GEN0_THRESHOLD = env.int("GC_GEN0_THRESHOLD", default=50_000)
 # Threads the web process uses for database work on the streaming path.

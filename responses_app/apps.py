@@ -1,6 +1,5 @@
 """App config for the Responses API: process-wide runtime tuning at start-up."""
 import gc
-import sys
 
 from django.apps import AppConfig
 from django.conf import settings
@@ -11,9 +10,6 @@ class ResponsesAppConfig(AppConfig):
     verbose_name = "Responses"
 
     def ready(self):
-        # The event loop thread shares the GIL with database threads; Python's default 5 ms
-        # hand-over interval shows up directly as stream latency.
-        sys.setswitchinterval(settings.GIL_SWITCH_INTERVAL_MS / 1000)
         # Streaming allocates many short-lived dicts: with the default thresholds the cyclic
         # collector ran every few hundred events and scanned the whole Django/Celery heap,
         # a fifth of the worker's CPU. Objects alive at start-up are frozen out of its scans.
