@@ -4,6 +4,11 @@ import pytest
 
 from tests.upstream_scenarios import SCENARIOS, text_of
 
+REASONING_PIECES = sum(1 for c in SCENARIOS["fake-reasoning"].chunks
+                       for choice in c["choices"] if choice["delta"].get("reasoning_content"))
+TEXT_PIECES = sum(1 for c in SCENARIOS["fake-reasoning"].chunks
+                  for choice in c["choices"] if choice["delta"].get("content"))
+
 WEATHER_TOOL = {"type": "function", "name": "get_weather", "description": "Weather by city",
                 "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
                                "required": ["city"], "additionalProperties": False},
@@ -34,8 +39,17 @@ def test_sdk_stream_reasoning_as_summary(openai_client):
                                         reasoning={"summary": "auto"}) as stream:
         types = [e.type for e in stream]
         final = stream.get_final_response()
-    assert "response.reasoning_summary_text.delta" in types
-    assert "response.reasoning_text.delta" not in types
+    assert types == [
+        "response.created", "response.in_progress",
+        "response.output_item.added", "response.reasoning_summary_part.added",
+        *["response.reasoning_summary_text.delta"] * REASONING_PIECES,
+        "response.reasoning_summary_text.done", "response.reasoning_summary_part.done",
+        "response.output_item.done",
+        "response.output_item.added", "response.content_part.added",
+        *["response.output_text.delta"] * TEXT_PIECES,
+        "response.output_text.done", "response.content_part.done", "response.output_item.done",
+        "response.completed",
+    ]
     assert final.output[0].summary[0].text == "Let me think. The user greets me."
 
 

@@ -91,7 +91,7 @@ async def _generate(job) -> Generated:
             # not urgent: it usually travels with the first delta, which is
             await writer.append(Entry(0, 1, stamper.render(translator.start())))
             first_delta_sent = False
-            async for chunks, _end in batches:
+            async for chunks in batches:
                 events = []
                 for chunk in chunks:
                     events += translator.feed(chunk)

@@ -17,6 +17,8 @@ import orjson
 from ..errors import error_body
 
 _sessions: dict = {}  # event loop -> aiohttp.ClientSession
+
+
 @dataclass(frozen=True)
 class UpstreamTarget:
     base_url: str
@@ -56,7 +58,7 @@ def http_session() -> aiohttp.ClientSession:
 
 @asynccontextmanager
 async def open_chat_stream(target: UpstreamTarget, body: dict, read_interval: float = 0.0):
-    """POST the chat request and yield an async iterator of (chunks, end) per read."""
+    """POST the chat request and yield an async iterator of decoded chunks, a list per read."""
     headers = {"content-type": "application/json", "accept": "text/event-stream",
                "accept-encoding": "identity"}
     if target.api_key:
@@ -127,7 +129,7 @@ def _upstream_message(status: int, content: bytes) -> str:
 
 
 async def _chunk_batches(response: aiohttp.ClientResponse, read_interval: float):
-    """(decoded chunks, is this the end) for each read of the upstream.
+    """The decoded chunks of each read of the upstream, a list per read.
 
     Reads at most once per `read_interval`: between reads the socket is not read at all
     (the protocol is paused), so chunks that arrive meanwhile are taken in one go. That
@@ -152,11 +154,11 @@ async def _chunk_batches(response: aiohttp.ClientResponse, read_interval: float)
                     continue  # comments, event names, blank lines
                 payload = line[5:].strip()
                 if payload == b"[DONE]":
-                    yield batch, True
+                    yield batch
                     return
                 batch.append(_decode(payload))
             if batch:
-                yield batch, False
+                yield batch
                 pacing = pacing or any(_has_output(chunk) for chunk in batch)
             if not pacing:
                 continue  # until the first output arrives, read as fast as it comes
