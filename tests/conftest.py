@@ -10,9 +10,8 @@ import pytest
 import redis
 
 from tests.fake_upstream import FakeUpstream
-from tests.servers import REDIS_BASE_URL, Deployment, fresh_postgres_database
+from tests.servers import E2E_REDIS_DB, REDIS_BASE_URL, Deployment, fresh_postgres_database
 
-E2E_REDIS_DB = 13
 KEEPALIVE_SECONDS = "1"
 
 

@@ -15,6 +15,13 @@ PYTHON = sys.executable
 BIN = Path(sys.executable).parent
 POSTGRES_ADMIN_URL = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 REDIS_BASE_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379")
+# Test suites own four consecutive Redis databases from this number, so two checkouts can run
+# their suites side by side with different bases (default 12: databases 12-15).
+REDIS_DB_BASE = int(os.environ.get("TEST_REDIS_DB_BASE", "12"))
+E2E_REDIS_DB = REDIS_DB_BASE + 1
+RESTART_REDIS_DB = REDIS_DB_BASE + 2
+BUS_REDIS_DB = REDIS_DB_BASE + 3
+SPARE_REDIS_DB = REDIS_DB_BASE
 
 
 def free_port() -> int:

@@ -2,8 +2,8 @@
 import httpx
 
 from tests.conftest import production_deployment
+from tests.servers import RESTART_REDIS_DB
 
-RESTART_REDIS_DB = 14
 
 
 def test_a_chain_continues_across_a_restart_of_web_and_worker(upstream, tmp_path_factory):

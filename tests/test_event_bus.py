@@ -11,9 +11,8 @@ from responses_app.bus.entries import Entry, error_entry
 from responses_app.bus.memory import MemoryEventBus
 from responses_app.bus.redis import RedisEventBus
 from responses_app.translation.sse import EventStamper, event_of_block, split_blocks
-from tests.servers import REDIS_BASE_URL
+from tests.servers import BUS_REDIS_DB, REDIS_BASE_URL
 
-BUS_REDIS_DB = 15
 
 
 def memory_bus():
