@@ -9,7 +9,13 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
 
 django_app = get_asgi_application()
 
+from django.conf import settings  # noqa: E402
+
+from responses_app import watchdog  # noqa: E402
 from responses_app.asgi_front import refuse_websocket, route_hot_paths  # noqa: E402
+
+# Every web process watches for runs whose worker died; embedded, it is the worker too.
+watchdog.start_background_thread(beat=settings.EMBEDDED)
 
 application = ProtocolTypeRouter({
     "http": route_hot_paths(django_app),

@@ -2,9 +2,21 @@
 import os
 
 from celery import Celery
+from celery.signals import worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
 
 app = Celery("gateway")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["responses_app"])
+
+
+@worker_init.connect
+def start_worker_heartbeat(**_):
+    """A worker announces itself before it takes any task, then keeps its heartbeat fresh
+    and takes its turn as the watchdog (see responses_app/watchdog.py)."""
+    from responses_app import watchdog
+    from responses_app.worker.heartbeat import heartbeats
+
+    heartbeats().beat()
+    watchdog.start_background_thread(beat=True)

@@ -133,6 +133,14 @@ STREAM_BATCH_MS = env.float("STREAM_BATCH_MS", default=50.0)
 STREAM_FLUSH_INTERVAL_MS = env.float("STREAM_FLUSH_INTERVAL_MS", default=5.0)
 # The longest a run may take end to end.
 RUN_DEADLINE_SECONDS = env.int("RUN_DEADLINE_SECONDS", default=3600)
+# POST /cancel waits this long for a running response to stop and store what it produced.
+CANCEL_WAIT_SECONDS = env.float("CANCEL_WAIT_SECONDS", default=5.0)
+# Workers refresh a heartbeat (TTL below) a few times per TTL; every WATCHDOG_INTERVAL one
+# process fails the runs of workers whose heartbeat expired, and sends again the runs that
+# stayed queued for QUEUED_REDISPATCH_SECONDS (their message died with a worker).
+WORKER_HEARTBEAT_TTL_SECONDS = env.float("WORKER_HEARTBEAT_TTL_SECONDS", default=15.0)
+WATCHDOG_INTERVAL_SECONDS = env.float("WATCHDOG_INTERVAL_SECONDS", default=5.0)
+QUEUED_REDISPATCH_SECONDS = env.float("QUEUED_REDISPATCH_SECONDS", default=60.0)
 
 # --- event bus and worker: Redis + Celery when REDIS_URL is set, else in-process -----------
 REDIS_URL = env.str("REDIS_URL", default="")

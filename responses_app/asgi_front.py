@@ -1,4 +1,5 @@
-"""The hot path without Django's request handler: `POST /v1/responses` as a plain ASGI app.
+"""The streaming paths without Django's request handler, as a plain ASGI app:
+`POST /v1/responses` and `GET /v1/responses/{id}?stream=true` (resume).
 
 Django's ASGI handler gives every request a fresh OS thread (held for the whole stream)
 and a thread hop per middleware. This front reads the body, runs authentication,
@@ -7,8 +8,11 @@ long-lived database threads, then relays the bus. Every other request goes to Dj
 """
 import asyncio
 import logging
+import re
+import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
+from urllib.parse import parse_qs
 
 import orjson
 from django.conf import settings
@@ -17,21 +21,33 @@ from django.db import close_old_connections
 from . import relay, services
 from .auth import resolve_api_key
 from .create_request import parse_create_request
-from .errors import BodyTooLarge, InvalidRequest, ServerError, as_api_error, error_body
+from .bus import event_bus
+from .cancellation import cancellation
+from .errors import (BodyTooLarge, InvalidRequest, NotFound, ServerError, as_api_error,
+                     error_body)
+from .models import TERMINAL_STATUSES, StoredResponse
 
 log = logging.getLogger(__name__)
 
 HOT_PATH = "/v1/responses"
+RESPONSE_PATH = re.compile(r"^/v1/responses/([^/]+)$")
+# A run that ended this recently may not have published its end yet: follow, don't refuse.
+JUST_ENDED_SECONDS = 10
 
 
 def route_hot_paths(django_app):
-    """An ASGI app sending `POST /v1/responses` to this front and the rest to Django."""
+    """An ASGI app sending the streaming paths to this front and the rest to Django."""
 
     async def application(scope, receive, send):
-        if scope["type"] == "http" and scope["path"] == HOT_PATH and scope["method"] == "POST":
-            await create_response(scope, receive, send)
-        else:
-            await django_app(scope, receive, send)
+        if scope["type"] == "http":
+            if scope["path"] == HOT_PATH and scope["method"] == "POST":
+                return await create_response(scope, receive, send)
+            if scope["method"] == "GET" and b"stream=" in scope["query_string"]:
+                match = RESPONSE_PATH.match(scope["path"])
+                query = parse_qs(scope["query_string"].decode("latin-1"))
+                if match and query.get("stream", [""])[-1].lower() == "true":
+                    return await resume_response(scope, receive, send, match[1], query)
+        await django_app(scope, receive, send)
 
     return application
 
@@ -64,8 +80,20 @@ def _with_db(function, *args):
 async def create_response(scope, receive, send):
     try:
         body = await _read_body(scope, receive)
-        row_id, stream = await run_db(_create, _header(scope, b"authorization"), body)
-        reply = await (relay.stream_reply(row_id) if stream else relay.final_reply(row_id))
+        row, create = await run_db(_create, _header(scope, b"authorization"), body)
+        if create.background:
+            reply = (await relay.resume_reply(row.id, -1) if create.stream
+                     else relay.json_reply(200, row.resource))
+        elif create.stream:
+            reply = await relay.stream_reply(row.id)
+        else:
+            reply = await _unless_disconnected(relay.final_reply(row.id), receive)
+            if reply is None:  # the client left while the run went on
+                if not create.store:
+                    await _cancel(row.id)
+                return
+        if not create.store:
+            reply.on_disconnect = lambda: _cancel(row.id)
     except Exception as exc:  # every failure is an OpenAI-shaped JSON error
         reply = _reply_for(exc)
     await send_reply(reply, receive, send)
@@ -79,13 +107,81 @@ def _create(authorization, body):
         raise InvalidRequest(f"We could not parse the JSON body of your request: {exc}.",
                              code="invalid_json") from None
     create = parse_create_request(payload)
-    return services.response_create(principal.tenant, create).id, create.stream
+    return services.response_create(principal.tenant, create), create
+
+
+async def _cancel(response_id: str) -> None:
+    """A store=false run whose client left: nobody can ever read the rest, so stop it."""
+    try:
+        await run_db(cancellation().request_cancel, response_id)
+    except Exception as exc:
+        log.warning("could not cancel abandoned run %s: %s", response_id, exc)
+
+
+async def _unless_disconnected(awaitable, receive):
+    """The result of `awaitable`, or None if the client disconnects first."""
+    work = asyncio.ensure_future(awaitable)
+
+    async def disconnected():
+        while (await receive())["type"] != "http.disconnect":
+            pass
+
+    watcher = asyncio.ensure_future(disconnected())
+    try:
+        await asyncio.wait({work, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+    if work.done():
+        return work.result()
+    work.cancel()
+    return None
+
+
+async def resume_response(scope, receive, send, response_id: str, query: dict):
+    """`GET /v1/responses/{id}?stream=true[&starting_after=N]`: replay, then follow."""
+    try:
+        after = _starting_after(query)
+        status, completed_at = await run_db(_resume_check, _header(scope, b"authorization"),
+                                            response_id)
+        ended_long_ago = (status in TERMINAL_STATUSES
+                          and time.time() - completed_at > JUST_ENDED_SECONDS)
+        if ended_long_ago and not await event_bus().retained(response_id):
+            raise NotFound(
+                f"The event stream of response '{response_id}' is no longer retained (events "
+                f"are kept {settings.EVENT_RETENTION_SECONDS} s after a response ends); "
+                "retrieve the response without stream=true.", code="event_stream_expired")
+        reply = await relay.resume_reply(response_id, after)
+    except Exception as exc:
+        reply = _reply_for(exc)
+    await send_reply(reply, receive, send)
+
+
+def _starting_after(query: dict) -> int:
+    value = query.get("starting_after", ["-1"])[-1]
+    try:
+        after = int(value)
+    except ValueError:
+        after = -2
+    if after < -1:
+        raise InvalidRequest("'starting_after' must be a sequence number (an integer >= 0).",
+                             param="starting_after", code="invalid_value")
+    return after
+
+
+def _resume_check(authorization, response_id: str) -> tuple[str, float]:
+    principal = resolve_api_key(authorization)
+    row = (StoredResponse.objects.filter(id=response_id, tenant=principal.tenant, store=True)
+           .only("status", "completed_at", "created_at").first())
+    if row is None:
+        raise NotFound(f"No response found with id '{response_id}'.")
+    ended = row.completed_at or row.created_at
+    return row.status, ended.timestamp()
 
 
 def _reply_for(exc: Exception) -> relay.Reply:
     api_error = as_api_error(exc)
     if api_error is None:
-        log.exception("unhandled error on POST %s", HOT_PATH)
+        log.exception("unhandled error on a streaming path")
         api_error = ServerError("The server had an error while processing your request.")
     headers = dict(api_error.headers)
     if api_error.status == 401:
@@ -144,6 +240,8 @@ async def send_reply(reply: relay.Reply, receive, send) -> None:
     except asyncio.CancelledError:
         if not disconnected:
             raise
+        if reply.on_disconnect is not None:
+            await reply.on_disconnect()
     finally:
         watcher.cancel()
         await reply.stream.aclose()

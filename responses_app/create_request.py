@@ -58,9 +58,9 @@ def parse_create_request(body) -> CreateRequest:
     stream = _bool(body, "stream", False)
     store = _bool(body, "store", True)
     background = _bool(body, "background", False)
-    if background:
-        raise InvalidRequest("Background mode is not supported by this gateway yet.",
-                             param="background", code="unsupported_parameter")
+    if background and not store:
+        raise InvalidRequest("Background responses must be stored: background=true needs "
+                             "store=true.", param="background", code="invalid_value")
     include = _include(body.get("include"))
     params = {
         "tools": _tools(body.get("tools")),

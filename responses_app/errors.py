@@ -88,7 +88,27 @@ def as_api_error(exc: BaseException) -> APIError | None:
         return InvalidRequest(str(exc.detail))
     if isinstance(exc, drf_exceptions.APIException):
         return APIError(_detail(exc), status=exc.status_code, code=exc.default_code)
+    if _is_backing_service_outage(exc):
+        return ServiceUnavailable("A backing service (database or message broker) is "
+                                  "unavailable; retry shortly.")
     return None
+
+
+def _is_backing_service_outage(exc: BaseException) -> bool:
+    """The database, Redis or the broker unreachable: a 503 to retry, not a 500 bug."""
+    from django.db import InterfaceError as DbInterfaceError
+    from django.db import OperationalError as DbOperationalError
+    from kombu.exceptions import OperationalError as BrokerError
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    outages = (DbOperationalError, DbInterfaceError, BrokerError, RedisConnectionError,
+               RedisTimeoutError)
+    while exc is not None:
+        if isinstance(exc, outages):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _detail(exc) -> str:

@@ -60,6 +60,9 @@ class StoredResponse(models.Model):
     created_at = models.DateTimeField()
     completed_at = models.DateTimeField(null=True, blank=True)
     error_code = models.CharField(max_length=64, null=True, blank=True)
+    # The worker process running it (set by the claim): the watchdog fails runs whose worker
+    # stopped sending heartbeats.
+    worker_id = models.CharField(max_length=128, null=True, blank=True)
     # The upstream-facing request: instructions, tools, sampling and output options.
     request = models.JSONField()
     # This response's own input items, normalized, each with an id.

@@ -7,7 +7,7 @@ whenever nothing flowed for SSE_KEEPALIVE_SECONDS, and `data: [DONE]` after the 
 Replies are front-agnostic: a status, headers and either a body or an async byte stream.
 """
 from dataclasses import dataclass, field
-from typing import AsyncIterator
+from typing import AsyncIterator, Awaitable, Callable
 
 import orjson
 from django.conf import settings
@@ -27,6 +27,8 @@ class Reply:
     headers: list = field(default_factory=list)
     body: bytes = b""
     stream: AsyncIterator[bytes] | None = None
+    # called (a coroutine function) when the client leaves before the stream ended
+    on_disconnect: Callable[[], Awaitable[None]] | None = None
 
 
 def json_reply(status: int, payload: dict, headers: dict | None = None) -> Reply:
@@ -48,6 +50,15 @@ async def stream_reply(response_id: str, after: int = -1) -> Reply:
     return Reply(200, SSE_HEADERS, stream=_sse_body(subscription, first))
 
 
+async def resume_reply(response_id: str, after: int) -> Reply:
+    """Replay `response_id`'s events after `after`, then follow live ones until the end.
+
+    Unlike a fresh stream it answers at once: the run may still be queued behind others,
+    and keep-alives hold the connection meanwhile."""
+    subscription = await event_bus().subscribe(response_id, after)
+    return Reply(200, SSE_HEADERS, stream=_sse_body(subscription, None))
+
+
 async def final_reply(response_id: str) -> Reply:
     """Wait for the run to end; the final response object as JSON, or the error."""
     subscription = await event_bus().subscribe(response_id, -1)
@@ -59,7 +70,11 @@ async def final_reply(response_id: str) -> Reply:
         subscription.close()
     if entry.error is not None:
         return _error_reply(entry)
-    resource = event_of_block(split_blocks(entry.data)[-1])["response"]
+    blocks = split_blocks(entry.data)
+    if not blocks:  # ended without a terminal event: cancelled
+        return json_reply(409, error_body(f"Response {response_id} was cancelled.",
+                                          "invalid_request_error", None, "response_cancelled"))
+    resource = event_of_block(blocks[-1])["response"]
     if resource["status"] == "failed":
         error = resource["error"]
         status = 504 if error["code"] == "request_timeout" else 502
@@ -81,11 +96,11 @@ def _error_reply(entry: Entry) -> Reply:
     return json_reply(error["status"], error["body"], error.get("headers"))
 
 
-async def _sse_body(subscription, first: Entry):
+async def _sse_body(subscription, first: Entry | None):
     keepalive = settings.SSE_KEEPALIVE_SECONDS
     queue = subscription.queue
-    entry = first
     try:
+        entry = first if first is not None else await subscription.get(keepalive)
         while True:
             if entry is KEEPALIVE:
                 yield KEEPALIVE_BYTES

@@ -1,13 +1,19 @@
-"""Writes on the request side: create a response (persist, then dispatch), delete one."""
+"""Writes on the request side: create a response (persist, then dispatch), cancel one,
+delete one."""
 import time
 from datetime import datetime, timezone
 
+from django.conf import settings
+
 from .create_request import CreateRequest
+from .bus import event_bus
+from .bus.entries import Entry
+from .cancellation import cancellation
 from .dispatch import dispatch_run
 from .errors import InvalidRequest, NotFound
 from .history import chain_items
 from .ids import new_id
-from .models import ResponseStatus, StoredResponse, Tenant
+from .models import TERMINAL_STATUSES, ResponseStatus, StoredResponse, Tenant
 from .reasoning_token import open_sealed
 from .translation.resource import new_response_resource
 
@@ -37,6 +43,45 @@ def response_create(tenant: Tenant, create: CreateRequest) -> StoredResponse:
         input_items=input_items, resource=resource,
     )
     dispatch_run(response_id)
+    return row
+
+
+def response_cancel(tenant: Tenant, response_id: str) -> dict:
+    """Cancel a background response; the response object as it ends up.
+
+    Queued: cancelled here, with one conditional UPDATE (a worker's claim then finds
+    nothing), and its event stream ended. Running: the run is asked to stop, and we wait
+    (up to CANCEL_WAIT_SECONDS) for it to store what it produced. Finished: unchanged.
+    """
+    row = _stored_row(tenant, response_id)
+    if not row.background:
+        raise InvalidRequest("Only responses created with background=true can be cancelled.",
+                             code="invalid_request")
+    if row.status in TERMINAL_STATUSES:
+        return row.resource
+    if row.status == ResponseStatus.QUEUED:
+        resource = {**row.resource, "status": ResponseStatus.CANCELLED.value}
+        cancelled = StoredResponse.objects.filter(
+            id=response_id, status=ResponseStatus.QUEUED).update(
+            status=ResponseStatus.CANCELLED, resource=resource)
+        if cancelled:
+            event_bus().append_now(response_id, Entry(0, -1, b"", end=True))
+            return resource
+    cancellation().request_cancel(response_id)
+    deadline = time.monotonic() + settings.CANCEL_WAIT_SECONDS
+    while time.monotonic() < deadline:
+        row = _stored_row(tenant, response_id)
+        if row.status in TERMINAL_STATUSES:
+            return row.resource
+        time.sleep(0.05)
+    return {**row.resource, "status": row.status}
+
+
+def _stored_row(tenant: Tenant, response_id: str) -> StoredResponse:
+    row = (StoredResponse.objects.filter(id=response_id, tenant=tenant, store=True)
+           .only("id", "status", "background", "resource").first())
+    if row is None:
+        raise NotFound(f"No response found with id '{response_id}'.")
     return row
 
 

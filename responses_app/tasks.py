@@ -8,3 +8,4 @@ from .worker.run import execute_run
 @shared_task(name=RUN_TASK, acks_late=True, ignore_result=True)
 def run_response(response_id: str) -> None:
     execute_run(response_id)
+

@@ -24,6 +24,11 @@ class ResponseDetail(APIView):
         return Response({"id": response_id, "object": "response", "deleted": True})
 
 
+class ResponseCancel(APIView):
+    def post(self, request, response_id):
+        return Response(services.response_cancel(request.user.tenant, response_id))
+
+
 class ResponseInputItems(APIView):
     def get(self, request, response_id):
         query = request.query_params

@@ -9,8 +9,13 @@ import httpx
 import pytest
 import redis
 
-from tests.fake_upstream import FakeUpstream
-from tests.servers import E2E_REDIS_DB, REDIS_BASE_URL, Deployment, fresh_postgres_database
+# The test process itself imports the ASGI app (in-process API tests): no watchdog thread
+# there; the deployments the tests start run theirs.
+os.environ["WATCHDOG_ENABLED"] = "0"
+
+from tests.fake_upstream import FakeUpstream  # noqa: E402
+from tests.servers import (  # noqa: E402
+    E2E_REDIS_DB, REDIS_BASE_URL, Deployment, fresh_postgres_database)
 
 KEEPALIVE_SECONDS = "1"
 

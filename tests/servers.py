@@ -56,7 +56,7 @@ class Deployment:
 
     def __init__(self, workdir: Path, env: dict, *, worker: bool = True):
         self.workdir = workdir
-        self.env = {**os.environ, **env, "PYTHONUNBUFFERED": "1"}
+        self.env = {**os.environ, "WATCHDOG_ENABLED": "1", **env, "PYTHONUNBUFFERED": "1"}
         for name in ("DATABASE_URL", "REDIS_URL"):
             if name not in env:
                 self.env.pop(name, None)

@@ -30,12 +30,16 @@ class MemoryEventBus:
     def writer(self, response_id: str) -> "MemoryLogWriter":
         return MemoryLogWriter(self, response_id)
 
-    def _append(self, response_id: str, writer: object, entry: Entry) -> None:
+    def _append(self, response_id: str, writer: object, entry: Entry, adopt=False) -> None:
+        """Append for `writer`; `adopt` takes the log over (the watchdog ending a dead run)."""
         with self._lock:
             log = self._logs.setdefault(response_id, _Log())
-            if log.writer is None:
+            ended = bool(log.entries) and log.entries[-1].end
+            if log.writer is None or (adopt and not ended):
                 log.writer = writer
-            elif log.writer is not writer or (log.entries and log.entries[-1].end):
+            elif log.writer is not writer or ended:
+                raise StreamFenced(response_id)
+            if log.entries and entry.first <= log.entries[-1].last and entry.first <= entry.last:
                 raise StreamFenced(response_id)
             log.entries.append(entry)
             subscribers = list(log.subscribers)
@@ -61,6 +65,24 @@ class MemoryEventBus:
         for entry in backlog:
             subscription.deliver(entry)
         return subscription
+
+    async def retained(self, response_id: str) -> bool:
+        with self._lock:
+            log = self._logs.get(response_id)
+            return log is not None and bool(log.entries)
+
+    # --- sync access, off the hot path (the watchdog, cancelling a queued run) -----------------
+    def read_log(self, response_id: str) -> list[Entry]:
+        with self._lock:
+            log = self._logs.get(response_id)
+            return list(log.entries) if log is not None else []
+
+    def append_now(self, response_id: str, entry: Entry) -> bool:
+        try:
+            self._append(response_id, object(), entry, adopt=True)
+        except StreamFenced:
+            return False
+        return True
 
     def _unsubscribe(self, subscription: Subscription) -> None:
         with self._lock:

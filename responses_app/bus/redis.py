@@ -3,7 +3,8 @@
 Entry ids are `1-<last sequence number in the entry>`, so `starting_after=N` is a cursor
 (`XREAD` from `1-N`) and a second writer's `XADD` of an id at or below the top fails: a
 zombie run cannot interleave events. An error that ended a run before it started is the
-entry `0-1`. Streams expire (PEXPIRE) `retention_seconds` after their last entry.
+entry `0-1`; an end without events (a run cancelled or failed before its first event, or
+with nothing left open) is the entry `2-0`, above every event. Streams expire (PEXPIRE) `retention_seconds` after their last entry.
 
 Writers coalesce: entries of a stream written within `flush_interval` become one Redis
 entry, and all pending streams go out in one pipeline. Urgent entries (the start, the
@@ -25,6 +26,7 @@ log = logging.getLogger(__name__)
 
 KEY_PREFIX = "gw:events:"
 ERROR_ENTRY_ID = "0-1"
+END_MARKER_ID = "2-0"
 READ_BLOCK_MS = 30_000
 
 
@@ -48,10 +50,21 @@ def encode(entry: Entry) -> dict:
     return fields
 
 
+def entry_id_of(entry: Entry) -> str:
+    if entry.error is not None:
+        return ERROR_ENTRY_ID
+    if entry.first > entry.last:
+        return END_MARKER_ID
+    return f"1-{entry.last}"
+
+
 def decode(entry_id: bytes, fields: dict) -> Entry:
     if b"x" in fields:
         error = orjson.loads(fields[b"x"])
         return Entry(first=-1, last=-1, data=b"", end=True, error=error)
+    if entry_id.startswith(b"2-"):
+        first = int(fields[b"f"])
+        return Entry(first=first, last=first - 1, data=b"", end=True)
     last = int(entry_id.split(b"-", 1)[1])
     return Entry(first=int(fields[b"f"]), last=last, data=fields[b"d"], end=b"e" in fields)
 
@@ -82,6 +95,36 @@ class RedisEventBus:
         if hub is None:
             hub = self._hubs[loop] = _ReadHub(self)
         return await hub.subscribe(response_id, after)
+
+    async def retained(self, response_id: str) -> bool:
+        """Whether the response's events are still kept (they expire after the run)."""
+        loop = asyncio.get_running_loop()
+        hub = self._hubs.get(loop)
+        if hub is None:
+            hub = self._hubs[loop] = _ReadHub(self)
+        return bool(await hub.client.exists(stream_key(response_id)))
+
+    # --- sync access, off the hot path (the watchdog, cancelling a queued run) -----------------
+    def read_log(self, response_id: str) -> list[Entry]:
+        from ..redis_client import sync_redis
+
+        return [decode(entry_id, fields)
+                for entry_id, fields in sync_redis().xrange(stream_key(response_id))]
+
+    def append_now(self, response_id: str, entry: Entry) -> bool:
+        """Append one entry at once; False if the stream refused it (another writer won)."""
+        from ..redis_client import sync_redis
+
+        key = stream_key(response_id)
+        pipe = sync_redis().pipeline(transaction=False)
+        pipe.xadd(key, encode(entry), id=entry_id_of(entry))
+        pipe.pexpire(key, self.retention_ms if entry.end else self.running_ttl_ms)
+        added, _ = pipe.execute(raise_on_error=False)
+        if isinstance(added, ResponseError):
+            return False
+        if isinstance(added, Exception):
+            raise added
+        return True
 
 
 class RedisLogWriter:
@@ -135,8 +178,7 @@ class _StreamWriter:
             pipe = self.client.pipeline(transaction=False)
             command_keys = []  # the stream each pipelined command wrote to
             for key, entry in batch.items():
-                entry_id = ERROR_ENTRY_ID if entry.error is not None else f"1-{entry.last}"
-                pipe.xadd(key, encode(entry), id=entry_id)
+                pipe.xadd(key, encode(entry), id=entry_id_of(entry))
                 command_keys.append(key)
                 if entry.end or entry.first == 0:
                     ttl = self.bus.retention_ms if entry.end else self.bus.running_ttl_ms

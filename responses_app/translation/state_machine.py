@@ -1,7 +1,9 @@
 """Chat Completions stream chunks → Responses API stream events: one pure state machine.
 
 `start()` opens the response, `feed(chunk)` turns one decoded chunk into events, `finish()`
-closes whatever is open and ends the response, `fail()` ends it as failed. Events come back
+closes whatever is open and ends the response, `fail()` ends it as failed, `cancel()`
+closes what is open and leaves the response cancelled (no terminal event exists for that:
+the stream just ends). Events come back
 as dicts without sequence numbers (the EventStamper numbers them, in one place). The
 response object is kept current, so the terminal event carries the full response.
 
@@ -139,6 +141,12 @@ class ResponseTranslator:
         self.response["status"] = "failed"
         self.response["error"] = {"code": code, "message": message}
         events.append({"type": "response.failed", "response": self.response})
+        return events
+
+    def cancel(self) -> list[dict]:
+        events = self._close_all("incomplete")
+        self.response["usage"] = usage_from_chat(self._usage)
+        self.response["status"] = "cancelled"
         return events
 
     # --- text-like items: message (output_text, refusal) and reasoning -------------------

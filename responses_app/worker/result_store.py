@@ -19,7 +19,7 @@ from ..translation.chat_request import ChatRequest, build_chat_request
 # One statement claims the row and reads what the run needs (Postgres and SQLite both
 # support UPDATE … RETURNING).
 CLAIM_SQL = """
-UPDATE responses SET status = %s WHERE id = %s AND status = %s
+UPDATE responses SET status = %s, worker_id = %s WHERE id = %s AND status = %s
 RETURNING tenant_id, model, store, background, previous_response_id, request, input_items,
           resource
 """
@@ -34,11 +34,18 @@ class RunJob:
     chat: ChatRequest
     include: list[str]
 
+    @property
+    def cancellable(self) -> bool:
+        """Background runs can be cancelled by their client; store=false runs by the relay
+        when their client leaves (nobody could ever read the rest)."""
+        return self.background or not self.store
 
-def claim_run(response_id: str) -> RunJob | None:
+
+def claim_run(response_id: str, worker: str) -> RunJob | None:
     """Take the queued response for this worker; None if another run has it or it is gone."""
     with connection.cursor() as cursor:
-        cursor.execute(CLAIM_SQL, [ResponseStatus.IN_PROGRESS, response_id, ResponseStatus.QUEUED])
+        cursor.execute(CLAIM_SQL, [ResponseStatus.IN_PROGRESS, worker, response_id,
+                                   ResponseStatus.QUEUED])
         claimed = cursor.fetchone()
     if claimed is None:
         return None
@@ -62,19 +69,21 @@ def _json(value):
     return orjson.loads(value) if isinstance(value, str | bytes) else value
 
 
-def store_result(job: RunJob, resource: dict) -> None:
-    """Commit the finished response (or forget it, for store=false)."""
+def store_result(job: RunJob, resource: dict) -> bool:
+    """Commit the finished response (or forget it, for store=false). False when the run no
+    longer owns the row: the watchdog gave it up, so its result must not be published."""
+    owned = StoredResponse.objects.filter(id=job.response_id, status=ResponseStatus.IN_PROGRESS)
     if not job.store:
-        StoredResponse.objects.filter(id=job.response_id).delete()
-        return
+        deleted, _ = owned.delete()
+        return bool(deleted)
     completed_at = resource.get("completed_at")
     error = resource.get("error") or {}
-    StoredResponse.objects.filter(id=job.response_id).update(
+    return bool(owned.update(
         status=resource["status"],
         resource=resource,
         completed_at=datetime.fromtimestamp(completed_at, timezone.utc) if completed_at else None,
         error_code=error.get("code"),
-    )
+    ))
 
 
 def discard_unstarted(job: RunJob) -> None:

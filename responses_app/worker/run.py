@@ -2,8 +2,11 @@
 store the result, then publish the terminal event.
 
 `execute_run` is sync (Celery task thread or embedded dispatcher thread) and does the
-database work itself; the streaming part runs on the shared run loop.
+database work itself; the streaming part runs on the shared run loop. A run that can be
+cancelled (background, or store=false whose client left) watches for a cancel request:
+its upstream call stops, what was produced is stored as `cancelled`, and the stream ends.
 """
+import asyncio
 import logging
 from dataclasses import dataclass
 
@@ -11,6 +14,7 @@ from django.conf import settings
 from django.db import connection
 
 from ..bus import StreamFenced, event_bus
+from ..cancellation import cancellation
 from ..bus.entries import Entry, error_entry
 from ..errors import error_body
 from ..ids import new_id
@@ -18,10 +22,12 @@ from ..reasoning_token import seal
 from ..translation.sse import EventStamper
 from ..translation.state_machine import ResponseTranslator, TranslatorOptions
 from . import loop, result_store
+from .heartbeat import worker_id
 from .upstream import UpstreamRejected, UpstreamStreamFailed, UpstreamTarget, open_chat_stream
 
 log = logging.getLogger(__name__)
 
+TERMINAL_EVENTS = {"response.completed", "response.incomplete", "response.failed"}
 DELTA_EVENTS = {"response.output_text.delta", "response.refusal.delta",
                 "response.reasoning_text.delta", "response.reasoning_summary_text.delta",
                 "response.function_call_arguments.delta"}
@@ -36,16 +42,21 @@ class Generated:
     stamper: EventStamper | None = None
     rejected: UpstreamRejected | None = None
     fenced: bool = False
+    cancelled: bool = False
     writer: object = None
 
 
 def execute_run(response_id: str) -> None:
-    job = result_store.claim_run(response_id)
+    job = result_store.claim_run(response_id, worker_id())
     if job is None:
         log.info("run %s already claimed or gone", response_id)
         return
     connection.close()  # back to the pool while streaming; runs outnumber connections
-    generated = loop.run(_generate(job))
+    try:
+        generated = loop.run(_generate(job))
+    finally:
+        if job.cancellable:
+            cancellation().forget(response_id)
     writer = generated.writer
     if generated.fenced:
         return
@@ -55,16 +66,23 @@ def execute_run(response_id: str) -> None:
         loop.run(writer.append(error_entry(rejected.status, rejected.body, rejected.headers)))
         return
     try:
-        result_store.store_result(job, generated.resource)
+        stored = result_store.store_result(job, generated.resource)
     except Exception:
         log.exception("storing %s failed", response_id)
+        stored = True
         generated.resource["status"] = "failed"
         generated.resource["error"] = {"code": "server_error",
                                        "message": "The response could not be stored."}
-        generated.closing[-1] = {"type": "response.failed", "response": generated.resource}
+        closing = [e for e in generated.closing if e["type"] not in TERMINAL_EVENTS]
+        generated.closing = closing + [{"type": "response.failed",
+                                        "response": generated.resource}]
+    if not stored:  # the watchdog failed it meanwhile and ended its stream
+        log.warning("run %s ended after it was given up; its result is dropped", response_id)
+        return
+    first = generated.stamper.next_sequence_number
     data = generated.stamper.render(generated.closing)
     last = generated.stamper.next_sequence_number - 1
-    loop.run(writer.append(Entry(last - len(generated.closing) + 1, last, data, end=True)))
+    loop.run(writer.append(Entry(first, last, data, end=True)))
 
 
 def _target() -> UpstreamTarget:
@@ -85,27 +103,29 @@ async def _generate(job) -> Generated:
     ))
     stamper = EventStamper()
     result = Generated(resource=job.resource, stamper=stamper, writer=writer)
+    streaming = asyncio.ensure_future(_stream(job, translator, stamper, writer))
+    watch = None
+    if job.cancellable:
+        def cancel():
+            result.cancelled = True
+            streaming.cancel()
+
+        watch = await cancellation().watch(job.response_id, cancel)
     try:
-        async with open_chat_stream(_target(), job.chat.body,
-                                    settings.STREAM_BATCH_MS / 1000) as batches:
-            # not urgent: it usually travels with the first delta, which is
-            await writer.append(Entry(0, 1, stamper.render(translator.start())))
-            first_delta_sent = False
-            async for chunks in batches:
-                events = []
-                for chunk in chunks:
-                    events += translator.feed(chunk)
-                if not events:
-                    continue
-                first = stamper.next_sequence_number
-                data = stamper.render(events)
-                urgent = not first_delta_sent and any(e["type"] in DELTA_EVENTS for e in events)
-                first_delta_sent = first_delta_sent or urgent
-                await writer.append(Entry(first, stamper.next_sequence_number - 1, data),
-                                    urgent=urgent)
-            result.closing = translator.finish()
+        await streaming
+        result.closing = translator.finish()
+    except asyncio.CancelledError:
+        if not result.cancelled:
+            raise
+        log.info("run %s cancelled", job.response_id)
+        result.closing = translator.cancel()
     except UpstreamRejected as rejected:
-        result.rejected = rejected
+        if job.background:  # the response exists for its client: it fails, visibly
+            message = rejected.body["error"]["message"]
+            result.closing = translator.start() + translator.fail(
+                rejected.body["error"].get("code") or "server_error", message)
+        else:
+            result.rejected = rejected
     except UpstreamStreamFailed as failure:
         log.warning("run %s failed mid-stream: %s", job.response_id, failure.message)
         result.closing = translator.fail(failure.code, failure.message)
@@ -115,11 +135,37 @@ async def _generate(job) -> Generated:
         await writer.close()
     except Exception:
         log.exception("run %s crashed", job.response_id)
-        if stamper.next_sequence_number == 0:
+        if stamper.next_sequence_number == 0 and not job.background:
             result.rejected = UpstreamRejected(500, error_body(
                 "The server had an error while processing your request.", "server_error",
                 None, "server_error"))
         else:
-            result.closing = translator.fail(
+            if stamper.next_sequence_number == 0:
+                result.closing = translator.start()
+            result.closing = (result.closing or []) + translator.fail(
                 "server_error", "The server had an error while processing your request.")
+    finally:
+        if watch is not None:
+            watch.close()
     return result
+
+
+async def _stream(job, translator, stamper, writer) -> None:
+    """Stream the upstream through the translator onto the bus, up to (not including) the end."""
+    async with open_chat_stream(_target(), job.chat.body,
+                                settings.STREAM_BATCH_MS / 1000) as batches:
+        # not urgent: it usually travels with the first delta, which is
+        await writer.append(Entry(0, 1, stamper.render(translator.start())))
+        first_delta_sent = False
+        async for chunks in batches:
+            events = []
+            for chunk in chunks:
+                events += translator.feed(chunk)
+            if not events:
+                continue
+            first = stamper.next_sequence_number
+            data = stamper.render(events)
+            urgent = not first_delta_sent and any(e["type"] in DELTA_EVENTS for e in events)
+            first_delta_sent = first_delta_sent or urgent
+            await writer.append(Entry(first, stamper.next_sequence_number - 1, data),
+                                urgent=urgent)

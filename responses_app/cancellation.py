@@ -1,0 +1,133 @@
+"""Cancelling a run from any process: the request side asks, the run's process obeys.
+
+A cancel request is a Redis key (`gw:cancel:<id>`, seen by a run that starts watching
+late) plus a message on the `gw:cancel` channel, which one listener per worker event loop
+turns into a call of the watching run's callback. Embedded, both halves live in one
+process and a dict does the same. The run decides what cancelling means (it stops its
+upstream call and tool calls, stores what was produced and ends its event stream).
+"""
+import asyncio
+import logging
+import threading
+from functools import lru_cache
+
+from django.conf import settings
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "gw:cancel"
+KEY_PREFIX = "gw:cancel:"
+
+
+@lru_cache(maxsize=1)
+def cancellation():
+    if settings.EMBEDDED:
+        return MemoryCancellation()
+    return RedisCancellation()
+
+
+class Watch:
+    """A run's registration: `close()` it when the run ends."""
+
+    def __init__(self, registry: dict, response_id: str, callback):
+        self.registry, self.response_id, self.callback = registry, response_id, callback
+        registry[response_id] = self
+
+    def close(self) -> None:
+        if self.registry.get(self.response_id) is self:
+            del self.registry[self.response_id]
+
+
+class MemoryCancellation:
+    def __init__(self):
+        self._requested: set[str] = set()
+        self._watches: dict[str, Watch] = {}
+        self._lock = threading.Lock()
+        self._loops: dict[str, asyncio.AbstractEventLoop] = {}
+
+    def request_cancel(self, response_id: str) -> None:
+        with self._lock:
+            self._requested.add(response_id)
+            watch = self._watches.get(response_id)
+            loop = self._loops.get(response_id)
+        if watch is not None and loop is not None:
+            loop.call_soon_threadsafe(watch.callback)
+
+    async def watch(self, response_id: str, callback) -> Watch:
+        with self._lock:
+            watch = Watch(self._watches, response_id, callback)
+            self._loops[response_id] = asyncio.get_running_loop()
+            requested = response_id in self._requested
+        if requested:
+            callback()
+        return watch
+
+    def forget(self, response_id: str) -> None:
+        with self._lock:
+            self._requested.discard(response_id)
+            self._loops.pop(response_id, None)
+
+
+class RedisCancellation:
+    def __init__(self):
+        self._watches: dict[str, Watch] = {}
+        self._listeners: dict = {}  # event loop -> listener task
+
+    # --- the request side (sync) -------------------------------------------------------------
+    def request_cancel(self, response_id: str) -> None:
+        from .redis_client import sync_redis
+
+        pipe = sync_redis().pipeline(transaction=False)
+        pipe.set(KEY_PREFIX + response_id, 1, ex=settings.RUN_DEADLINE_SECONDS)
+        pipe.publish(CHANNEL, response_id)
+        pipe.execute()
+
+    # --- the run side (the run loop) -----------------------------------------------------------
+    async def watch(self, response_id: str, callback) -> Watch:
+        loop = asyncio.get_running_loop()
+        listener = self._listeners.get(loop)
+        if listener is None or listener.done():
+            ready = loop.create_future()
+            self._listeners[loop] = asyncio.ensure_future(self._listen(ready))
+            await ready
+        watch = Watch(self._watches, response_id, callback)
+        # a request made before we listened is still in its key
+        if await _client().exists(KEY_PREFIX + response_id):
+            callback()
+        return watch
+
+    def forget(self, response_id: str) -> None:
+        return None  # the key expires by itself
+
+    async def _listen(self, ready) -> None:
+        while True:
+            pubsub = _client().pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(CHANNEL)
+                if not ready.done():
+                    ready.set_result(None)
+                async for message in pubsub.listen():
+                    watch = self._watches.get(message["data"].decode())
+                    if watch is not None:
+                        watch.callback()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # Redis went away: keep trying, runs keep running
+                log.warning("cancel listener lost Redis: %s", exc)
+                if not ready.done():
+                    ready.set_exception(exc)
+                    return
+                await asyncio.sleep(1)
+            finally:
+                await pubsub.aclose()
+
+
+@lru_cache(maxsize=None)
+def _client_for(loop):
+    import redis.asyncio as aioredis
+
+    return aioredis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=5)
+
+
+def _client():
+    return _client_for(asyncio.get_running_loop())

@@ -1,0 +1,58 @@
+"""Worker liveness: each worker process has an id and keeps a heartbeat key fresh.
+
+The claim of a run records the claiming worker's id; the watchdog fails runs whose worker
+has no fresh heartbeat. In Redis a heartbeat is `gw:worker:<id>` with a TTL; embedded, the
+one process is the only worker, so only its own id is alive.
+"""
+import os
+import secrets
+import socket
+import time
+from functools import lru_cache
+
+from django.conf import settings
+
+KEY_PREFIX = "gw:worker:"
+WORKER_ID = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+def worker_id() -> str:
+    return WORKER_ID
+
+
+@lru_cache(maxsize=1)
+def heartbeats():
+    return MemoryHeartbeats() if settings.EMBEDDED else RedisHeartbeats()
+
+
+class RedisHeartbeats:
+    def beat(self) -> None:
+        from ..redis_client import sync_redis
+
+        sync_redis().set(KEY_PREFIX + WORKER_ID, int(time.time()),
+                         px=int(settings.WORKER_HEARTBEAT_TTL_SECONDS * 1000))
+
+    def alive(self, worker_ids: set[str]) -> set[str]:
+        from ..redis_client import sync_redis
+
+        ids = sorted(worker_ids)
+        if not ids:
+            return set()
+        found = sync_redis().mget([KEY_PREFIX + worker for worker in ids])
+        return {worker for worker, value in zip(ids, found) if value is not None}
+
+    def any_alive(self) -> bool:
+        from ..redis_client import sync_redis
+
+        return next(sync_redis().scan_iter(KEY_PREFIX + "*", count=100), None) is not None
+
+
+class MemoryHeartbeats:
+    def beat(self) -> None:
+        return None
+
+    def alive(self, worker_ids: set[str]) -> set[str]:
+        return worker_ids & {WORKER_ID}
+
+    def any_alive(self) -> bool:
+        return True
