@@ -143,8 +143,9 @@ async def resume_response(scope, receive, send, response_id: str, query: dict):
         after = _starting_after(query)
         status, completed_at = await run_db(_resume_check, _header(scope, b"authorization"),
                                             response_id)
+        just_ended = min(JUST_ENDED_SECONDS, settings.EVENT_RETENTION_SECONDS / 2)
         ended_long_ago = (status in TERMINAL_STATUSES
-                          and time.time() - completed_at > JUST_ENDED_SECONDS)
+                          and time.time() - completed_at > just_ended)
         if ended_long_ago and not await event_bus().retained(response_id):
             raise NotFound(
                 f"The event stream of response '{response_id}' is no longer retained (events "

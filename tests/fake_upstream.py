@@ -276,7 +276,10 @@ class FakeUpstream:
         return list(self.app.log)
 
     def clear(self) -> None:
+        """Forget recorded requests and zero the counters."""
         self.app.log.clear()
+        for name in self.app.counters:
+            self.app.counters[name] = 0
 
     def stats(self) -> dict:
         return dict(self.app.counters)

@@ -516,3 +516,21 @@ def check_stream(events: list[dict]) -> dict:
         f"  output:   {response.get('output')!r}\n  streamed: {streamed!r}"
     )
     return response
+
+
+def check_cancelled_stream(events: list[dict]) -> list[dict]:
+    """A cancelled run's stream. The Responses API has no terminal event for cancellation:
+    the stream ends once every open item is closed (or is empty if the run never started).
+    Returns the output items, in output_index order."""
+    _check_sequence_numbers(events)
+    if not events:
+        return []
+    types = [ev["type"] for ev in events]
+    assert not [t for t in types if t in TERMINAL_STATUS], f"terminal event in a cancelled stream: {types!r}"
+    assert types[:2] == ["response.created", "response.in_progress"], f"bad start: {types[:2]!r}"
+    items = _ItemChecker()
+    for i in range(2, len(events)):
+        assert types[i] not in LIFECYCLE_EVENTS, f"{_where(i, events[i])}: lifecycle event mid-stream"
+        items.handle(i, events[i])
+    assert items.open == {}, f"items added but never done: {sorted(items.open)!r}"
+    return [items.done_items[k] for k in sorted(items.done_items)]

@@ -82,33 +82,42 @@ class Deployment:
 
     def start(self) -> None:
         self._starts += 1
-        web_log = self.workdir / f"web-{self._starts}.log"
+        if self.with_worker:
+            self.start_worker()
+        self.start_web()
+
+    def start_web(self) -> None:
+        web_log = self.workdir / f"web-{self._starts}-{free_port()}.log"
         self.web = subprocess.Popen(
             [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(self.port),
              "gateway.asgi:application"],
             cwd=ROOT, env=self.env, stdout=web_log.open("w"), stderr=subprocess.STDOUT,
         )
-        if self.with_worker:
-            worker_log = self.workdir / f"worker-{self._starts}.log"
-            self.worker = subprocess.Popen(
-                [str(BIN / "celery"), "-A", "gateway", "worker", "-l", "warning",
-                 "--concurrency", "20", "--without-heartbeat", "--without-gossip",
-                 "--without-mingle"],
-                cwd=ROOT, env=self.env, stdout=worker_log.open("w"), stderr=subprocess.STDOUT,
-            )
         wait_for_port(self.port, self.web, web_log)
+
+    def start_worker(self) -> None:
+        worker_log = self.workdir / f"worker-{self._starts}-{free_port()}.log"
+        self.worker = subprocess.Popen(
+            [str(BIN / "celery"), "-A", "gateway", "worker", "-l", "warning",
+             "--concurrency", "20", "--without-heartbeat", "--without-gossip",
+             "--without-mingle"],
+            cwd=ROOT, env=self.env, stdout=worker_log.open("w"), stderr=subprocess.STDOUT,
+        )
+
+    def stop_web(self) -> None:
+        _terminate(self.web)
+        self.web = None
+
+    def stop_worker(self) -> None:
+        _terminate(self.worker)
+        self.worker = None
 
     def stop(self) -> None:
         for process in (self.web, self.worker):
             if process is not None and process.poll() is None:
                 process.send_signal(signal.SIGTERM)
         for process in (self.web, self.worker):
-            if process is not None:
-                try:
-                    process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            _terminate(process)
         self.web = self.worker = None
 
     def restart(self) -> None:
@@ -117,3 +126,16 @@ class Deployment:
 
     def logs(self) -> str:
         return "\n".join(f"--- {p.name}\n{p.read_text()}" for p in sorted(self.workdir.glob("*.log")))
+
+
+def _terminate(process: subprocess.Popen | None) -> None:
+    """SIGTERM, then SIGKILL if it has not gone within 15 s."""
+    if process is None:
+        return
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

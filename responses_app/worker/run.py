@@ -121,9 +121,9 @@ async def _generate(job) -> Generated:
         result.closing = translator.cancel()
     except UpstreamRejected as rejected:
         if job.background:  # the response exists for its client: it fails, visibly
-            message = rejected.body["error"]["message"]
-            result.closing = translator.start() + translator.fail(
-                rejected.body["error"].get("code") or "server_error", message)
+            await writer.append(Entry(0, 1, stamper.render(translator.start())))
+            code = "rate_limit_exceeded" if rejected.status == 429 else "server_error"
+            result.closing = translator.fail(code, rejected.body["error"]["message"])
         else:
             result.rejected = rejected
     except UpstreamStreamFailed as failure:
@@ -141,8 +141,8 @@ async def _generate(job) -> Generated:
                 None, "server_error"))
         else:
             if stamper.next_sequence_number == 0:
-                result.closing = translator.start()
-            result.closing = (result.closing or []) + translator.fail(
+                await writer.append(Entry(0, 1, stamper.render(translator.start())))
+            result.closing = translator.fail(
                 "server_error", "The server had an error while processing your request.")
     finally:
         if watch is not None:
