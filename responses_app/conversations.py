@@ -57,9 +57,10 @@ def conversation_update(tenant: Tenant, conversation_id: str, body) -> dict:
 
 def conversation_delete(tenant: Tenant, conversation_id: str) -> dict:
     """Delete the conversation and its items (its responses stay)."""
-    deleted, _ = Conversation.objects.filter(id=conversation_id, tenant=tenant).delete()
-    if not deleted:
-        raise _conversation_not_found(conversation_id)
+    with transaction.atomic():
+        # locked first: a run appending its turn right now finishes before, or finds it gone
+        conversation = _conversation(tenant, conversation_id, lock=True)
+        conversation.delete()
     return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
 
 

@@ -79,9 +79,15 @@ class RedisEventBus:
 
     # --- deleting (any thread, sync) -----------------------------------------------------------
     def delete(self, *response_ids: str) -> None:
-        """Drop these responses' event streams (a deleted or pruned response)."""
-        if response_ids:
+        """Drop these responses' event streams (a deleted or pruned response).
+
+        Redis unreachable: logged, not raised; the streams expire with their TTL anyway."""
+        if not response_ids:
+            return
+        try:
             self._sync_client.delete(*[stream_key(response_id) for response_id in response_ids])
+        except redis.RedisError as exc:
+            log.warning("could not delete %d event streams: %s", len(response_ids), exc)
 
     @cached_property
     def _sync_client(self) -> redis.Redis:

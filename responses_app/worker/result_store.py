@@ -55,7 +55,7 @@ def claim_run(response_id: str) -> RunJob | None:
     items = []
     if previous_id:
         items = chain_items(tenant_id, previous_id) or []
-    if conversation_id:
+    elif conversation_id:
         items = conversation_items(conversation_id)
     items.extend(input_items)
     chat = build_chat_request(
