@@ -7,8 +7,11 @@ import httpx
 import psycopg
 import pytest
 import redis
-from openai.types.conversations import (Conversation, ConversationDeletedResource,
-                                        ConversationItemList)
+from openai.types.conversations import (
+    Conversation,
+    ConversationDeletedResource,
+    ConversationItemList,
+)
 from pydantic import TypeAdapter
 
 from tests.oracles import check_sse_stream, validate_response
@@ -88,7 +91,7 @@ def test_a_multi_turn_conversation_sends_its_items_in_order_and_appends_each_tur
             "model": "fake-echo", "input": "Again?", "stream": True,
             "conversation": {"id": conversation_id}}) as response:
         raw = response.read()
-    events, second = check_sse_stream(raw)
+    _, second = check_sse_stream(raw)
     assert second["conversation"] == {"id": conversation_id}
     assert second["output"][0]["content"][0]["text"] == (
         "user: I am Ada.\nuser: Who am I?\nassistant: user: I am Ada.\nuser: Who am I?\n"
@@ -136,6 +139,13 @@ def test_items_page_in_both_directions(api, openai_client):
     # the SDK's auto-pagination follows `last_id` until `has_more` is false
     listed = openai_client.conversations.items.list(conversation_id, limit=2, order="asc")
     assert [item.id for item in listed] == ids
+
+
+def test_a_conversation_needs_no_body(api):
+    response = api.post("/conversations")
+    assert response.status_code == 200, response.text
+    assert response.json()["metadata"] == {}
+    Conversation.model_validate(response.json())
 
 
 def test_item_crud(api):
@@ -233,6 +243,9 @@ def test_another_tenants_conversation_is_not_found(api, production, other_tenant
      400, "mutually_exclusive_parameters", None),
     ("POST", "/responses", {"model": "fake-echo", "input": [user("x", "msg_held")],
                             "conversation": "{id}"}, 400, "invalid_value", "input[0].id"),
+    ("POST", "/responses", {"model": "fake-echo", "conversation": "{id}",
+                            "input": [{"type": "item_reference", "id": "msg_nope"}]},
+     400, "item_not_found", "input[0].id"),
 ])
 def test_bad_requests_get_openai_shaped_errors(api, method, path, body, status, code, param):
     conversation_id = new_conversation(api, items=[user("held", "msg_held")])["id"]
@@ -256,9 +269,19 @@ def test_a_failed_turn_adds_nothing(api):
     with api.stream("POST", "/responses", json={"model": "fake-drop", "input": "x", "stream": True,
                                                 "conversation": conversation_id}) as response:
         raw = response.read()
-    events, final = check_sse_stream(raw)
+    _, final = check_sse_stream(raw)
     assert final["status"] == "failed"
     assert [item["id"] for item in all_items(api, conversation_id)] == ["msg_before"]
+
+
+def test_an_incomplete_turn_is_added(api):
+    conversation_id = new_conversation(api)["id"]
+    response = api.post("/responses", json={"model": "fake-length", "input": "long?",
+                                            "conversation": conversation_id}).json()
+    assert response["status"] == "incomplete"
+    items = all_items(api, conversation_id)
+    assert items[1:] == response["output"]
+    assert response["output"][0]["status"] == "incomplete"
 
 
 def test_concurrent_turns_append_whole_turns(api):
