@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/gateway
 
-.PHONY: run worker test bench install
+.PHONY: run worker beat test bench install
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -23,6 +23,9 @@ run: $(VENV)/.installed
 
 worker: $(VENV)/.installed
 	$(VENV)/bin/celery -A gateway worker -l info
+
+beat: $(VENV)/.installed
+	mkdir -p var && $(VENV)/bin/celery -A gateway beat -l info --schedule var/celerybeat-schedule
 
 test: $(VENV)/.installed
 	DATABASE_URL=$(TEST_DATABASE_URL) $(PY) -m pytest $(ARGS)

@@ -142,6 +142,11 @@ WORKER_HEARTBEAT_TTL_SECONDS = env.float("WORKER_HEARTBEAT_TTL_SECONDS", default
 WATCHDOG_INTERVAL_SECONDS = env.float("WATCHDOG_INTERVAL_SECONDS", default=5.0)
 QUEUED_REDISPATCH_SECONDS = env.float("QUEUED_REDISPATCH_SECONDS", default=60.0)
 
+# Stored responses older than this many days are deleted (with their events) by a periodic
+# task of `celery beat`, every RETENTION_PRUNE_INTERVAL_SECONDS; 0 keeps them forever.
+RESPONSE_RETENTION_DAYS = env.int("RESPONSE_RETENTION_DAYS", default=0)
+RETENTION_PRUNE_INTERVAL_SECONDS = env.int("RETENTION_PRUNE_INTERVAL_SECONDS", default=3600)
+
 # --- event bus and worker: Redis + Celery when REDIS_URL is set, else in-process -----------
 REDIS_URL = env.str("REDIS_URL", default="")
 EMBEDDED = not REDIS_URL
@@ -161,6 +166,13 @@ CELERY_WORKER_CONCURRENCY = env.int("WORKER_CONCURRENCY", default=200)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"ack_emulation": False}
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BEAT_SCHEDULE = {
+    "prune-responses": {
+        "task": "responses_app.prune_responses",
+        "schedule": RETENTION_PRUNE_INTERVAL_SECONDS,
+        "options": {"expires": RETENTION_PRUNE_INTERVAL_SECONDS},
+    },
+}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
 LOGGING = {

@@ -24,3 +24,6 @@ class StoredResponseAdmin(admin.ModelAdmin):
     search_fields = ("id",)
     readonly_fields = [f.name for f in StoredResponse._meta.fields]
     list_select_related = ("tenant",)
+
+
+from . import admin_conversations  # noqa: F401  (registers Conversation)

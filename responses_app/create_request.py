@@ -24,7 +24,6 @@ KNOWN_INCLUDES = {
 }
 REFUSED_PARAMS = {
     "prompt": "Reusable prompts (`prompt`) are not supported by this gateway.",
-    "conversation": "`conversation` is not supported by this gateway yet.",
 }
 
 
@@ -40,6 +39,7 @@ class CreateRequest:
     include: list[str]
     # What the response object echoes and the upstream request is built from.
     params: dict = field(default_factory=dict)
+    conversation_id: str | None = None
 
 
 def parse_create_request(body) -> CreateRequest:
@@ -62,6 +62,7 @@ def parse_create_request(body) -> CreateRequest:
         raise InvalidRequest("Background responses must be stored: background=true needs "
                              "store=true.", param="background", code="invalid_value")
     include = _include(body.get("include"))
+    conversation_id = _conversation(body)
     params = {
         "tools": _tools(body.get("tools")),
         "tool_choice": _tool_choice(body.get("tool_choice")),
@@ -95,18 +96,20 @@ def parse_create_request(body) -> CreateRequest:
         previous_response_id=_string(body, "previous_response_id"),
         include=include,
         params=params,
+        conversation_id=conversation_id,
     )
 
 
 # --- input items ---------------------------------------------------------------------------
 
-def normalize_input(value) -> list[dict]:
+def normalize_input(value, param: str = "input") -> list[dict]:
+    """Items in the stored shapes; errors name `param` (`input`, or `items` for conversations)."""
     if isinstance(value, str):
-        return [_message({"role": "user", "content": value}, "input")]
+        return [_message({"role": "user", "content": value}, param)]
     if not isinstance(value, list):
-        raise InvalidRequest("'input' must be a string or a list of items.", param="input",
+        raise InvalidRequest(f"'{param}' must be a string or a list of items.", param=param,
                              code="invalid_type")
-    return [_item(item, f"input[{i}]") for i, item in enumerate(value)]
+    return [_item(item, f"{param}[{i}]") for i, item in enumerate(value)]
 
 
 def _item(item, param) -> dict:
@@ -328,6 +331,28 @@ def _reasoning(value) -> dict | None:
         raise InvalidRequest("Invalid 'reasoning.summary'.", param="reasoning.summary",
                              code="invalid_value")
     return {"effort": effort, "summary": summary}
+
+
+def _conversation(body) -> str | None:
+    """`conversation`: an id or `{"id": ...}`; it excludes `previous_response_id`."""
+    value = body.get("conversation")
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        value = value.get("id")
+    if not isinstance(value, str) or not value:
+        raise InvalidRequest("'conversation' must be a conversation id or {'id': ...}.",
+                             param="conversation", code="invalid_type")
+    if body.get("previous_response_id") is not None:
+        raise InvalidRequest("Mutually exclusive parameters: Ensure you are only providing one "
+                             "of: 'previous_response_id' or 'conversation'.",
+                             code="mutually_exclusive_parameters")
+    return value
+
+
+def parse_metadata(value) -> dict:
+    """`metadata` of a response or a conversation: at most 16 short string values."""
+    return _metadata(value)
 
 
 def _metadata(value) -> dict:

@@ -6,6 +6,7 @@ from functools import lru_cache
 from django.conf import settings
 
 RUN_TASK = "responses_app.run_response"
+PRUNE_TASK = "responses_app.prune_responses"  # periodic, sent by `celery beat`
 
 
 def dispatch_run(response_id: str) -> None:

@@ -1,5 +1,6 @@
 """Reads on the request side: a tenant's stored responses and their input items."""
 from .errors import InvalidRequest, NotFound
+from .paging import list_body
 from .models import TERMINAL_STATUSES, StoredResponse, Tenant
 
 
@@ -31,11 +32,4 @@ def input_items_page(tenant: Tenant, response_id: str, *, after: str | None, lim
             raise InvalidRequest(f"No input item with id '{after}' in this response.",
                                  param="after", code="invalid_value")
         items = items[ids.index(after) + 1:]
-    page = items[:limit]
-    return {
-        "object": "list",
-        "data": page,
-        "first_id": page[0]["id"] if page else None,
-        "last_id": page[-1]["id"] if page else None,
-        "has_more": len(items) > limit,
-    }
+    return list_body(items[:limit], len(items) > limit)

@@ -1,14 +1,16 @@
 """Writes on the request side: create a response (persist, then dispatch), cancel one,
-delete one."""
+delete one (with its event stream)."""
 import time
 from datetime import datetime, timezone
 
 from django.conf import settings
 
-from .create_request import CreateRequest
 from .bus import event_bus
 from .bus.entries import Entry
 from .cancellation import cancellation
+from .conversation_items import conversation_items
+from .conversations import conversation_check_input
+from .create_request import CreateRequest
 from .dispatch import dispatch_run
 from .errors import InvalidRequest, NotFound
 from .history import chain_items
@@ -24,6 +26,8 @@ def response_create(tenant: Tenant, create: CreateRequest) -> StoredResponse:
     if previous and not _is_stored(tenant, previous):
         raise InvalidRequest(f"Previous response with id '{previous}' not found.",
                              param="previous_response_id", code="previous_response_not_found")
+    if create.conversation_id:
+        conversation_check_input(tenant, create.conversation_id, create.input_items)
     input_items = [_unsealed(item) for item in _resolve_item_references(tenant, create)]
     created_at = time.time()
     response_id = new_id("resp")
@@ -31,12 +35,13 @@ def response_create(tenant: Tenant, create: CreateRequest) -> StoredResponse:
         response_id=response_id, created_at=int(created_at), model=create.model,
         params=create.params, instructions=create.instructions,
         previous_response_id=previous, store=create.store, background=create.background,
-        status=ResponseStatus.QUEUED.value,
+        status=ResponseStatus.QUEUED.value, conversation_id=create.conversation_id,
     )
     # One INSERT in autocommit: atomic by itself, and committed before the run is sent.
     row = StoredResponse.objects.create(
         id=response_id, tenant=tenant, status=ResponseStatus.QUEUED, model=create.model,
         store=create.store, background=create.background, previous_response_id=previous,
+        conversation_id=create.conversation_id,
         created_at=datetime.fromtimestamp(created_at, timezone.utc),
         request={"instructions": create.instructions, "params": create.params,
                  "include": create.include},
@@ -86,9 +91,11 @@ def _stored_row(tenant: Tenant, response_id: str) -> StoredResponse:
 
 
 def response_delete(tenant: Tenant, response_id: str) -> None:
+    """Delete a stored response and its event stream."""
     deleted, _ = StoredResponse.objects.filter(id=response_id, tenant=tenant, store=True).delete()
     if not deleted:
         raise NotFound(f"No response found with id '{response_id}'.")
+    event_bus().delete(response_id)
 
 
 def _unsealed(item: dict) -> dict:
@@ -108,6 +115,8 @@ def _resolve_item_references(tenant: Tenant, create: CreateRequest) -> list[dict
     if not any(item["type"] == "item_reference" for item in create.input_items):
         return create.input_items
     known = {}
+    if create.conversation_id:
+        known = {item["id"]: item for item in conversation_items(create.conversation_id)}
     if create.previous_response_id:
         for item in chain_items(tenant.id, create.previous_response_id) or ():
             if "id" in item:

@@ -1,7 +1,8 @@
 """Celery tasks: ids in, a service call out."""
 from celery import shared_task
 
-from .dispatch import RUN_TASK
+from .dispatch import PRUNE_TASK, RUN_TASK
+from .retention import responses_prune
 from .worker.run import execute_run
 
 
@@ -9,3 +10,7 @@ from .worker.run import execute_run
 def run_response(response_id: str) -> None:
     execute_run(response_id)
 
+
+@shared_task(name=PRUNE_TASK, ignore_result=True)
+def prune_responses() -> int:
+    return responses_prune()

@@ -6,7 +6,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import models_catalog, selectors, services
-from .errors import APIError, InvalidRequest, NotFound
+from .errors import APIError, NotFound
+from .paging import page_params
 
 
 def create_response(request):
@@ -31,20 +32,10 @@ class ResponseCancel(APIView):
 
 class ResponseInputItems(APIView):
     def get(self, request, response_id):
-        query = request.query_params
-        order = query.get("order", "desc")
-        if order not in ("asc", "desc"):
-            raise InvalidRequest("'order' must be 'asc' or 'desc'.", param="order",
-                                 code="invalid_value")
-        try:
-            limit = int(query.get("limit", 20))
-        except ValueError:
-            limit = 0
-        if not 1 <= limit <= 100:
-            raise InvalidRequest("'limit' must be an integer from 1 to 100.", param="limit",
-                                 code="invalid_value")
+        page = page_params(request.query_params)
         return Response(selectors.input_items_page(
-            request.user.tenant, response_id, after=query.get("after"), limit=limit, order=order))
+            request.user.tenant, response_id, after=page.after, limit=page.limit,
+            order=page.order))
 
 
 class ModelList(APIView):

@@ -198,8 +198,13 @@ REJECTED = [
      "background", "invalid_value"),
     ("prompt", {"model": "m", "input": "hi", "prompt": {"id": "pmpt_1"}},
      "prompt", "unsupported_parameter"),
-    ("conversation", {"model": "m", "input": "hi", "conversation": "conv_1"},
-     "conversation", "unsupported_parameter"),
+    ("conversation a number", {"model": "m", "input": "hi", "conversation": 7},
+     "conversation", "invalid_type"),
+    ("conversation without id", {"model": "m", "input": "hi", "conversation": {"name": "x"}},
+     "conversation", "invalid_type"),
+    ("conversation and previous_response_id",
+     {"model": "m", "input": "hi", "conversation": "conv_1", "previous_response_id": "resp_1"},
+     None, "mutually_exclusive_parameters"),
     ("function_call without call_id",
      {"model": "m", "input": [{"type": "function_call", "name": "ping", "arguments": "{}"}]},
      "input[0].call_id", "invalid_value"),
@@ -217,6 +222,11 @@ def test_it_rejects_the_body(body, param, code):
     error = caught.value
     assert (error.status, error.type, error.param, error.code) == (
         400, "invalid_request_error", param, code)
+
+
+@pytest.mark.parametrize("conversation", ["conv_1", {"id": "conv_1"}])
+def test_conversation_is_an_id_or_an_object_with_one(conversation):
+    assert parse(input="hi", conversation=conversation).conversation_id == "conv_1"
 
 
 def test_metadata_with_16_keys_is_accepted():

@@ -58,3 +58,24 @@ def test_embedded_maps_upstream_errors(embedded):
 def test_embedded_non_stream_text(embedded):
     body = embedded.post("/responses", json={"model": "fake-text", "input": "hi"}).json()
     assert body["output"][0]["content"][0]["text"] == text_of(SCENARIOS["fake-text"])
+
+
+def test_embedded_conversation_turns_and_deletion(embedded):
+    conversation = embedded.post("/conversations", json={"items": [
+        {"role": "user", "content": "I am Ada.", "id": "msg_intro"}]}).json()
+    first = embedded.post("/responses", json={"model": "fake-echo", "input": "Who am I?",
+                                              "conversation": conversation["id"]}).json()
+    second = embedded.post("/responses", json={"model": "fake-echo", "input": "Again?",
+                                               "conversation": conversation["id"]}).json()
+    assert second["output"][0]["content"][0]["text"] == (
+        "user: I am Ada.\nuser: Who am I?\nassistant: user: I am Ada.\nuser: Who am I?\n"
+        "user: Again?")
+    items = embedded.get(f"/conversations/{conversation['id']}/items",
+                         params={"order": "asc"}).json()["data"]
+    inputs = [embedded.get(f"/responses/{r['id']}/input_items").json()["data"][0]["id"]
+              for r in (first, second)]
+    assert [item["id"] for item in items] == [
+        "msg_intro", inputs[0], first["output"][0]["id"], inputs[1], second["output"][0]["id"]]
+    assert embedded.delete(f"/responses/{first['id']}").status_code == 200
+    assert embedded.delete(f"/conversations/{conversation['id']}").json()["deleted"] is True
+    assert embedded.get(f"/conversations/{conversation['id']}/items").status_code == 404

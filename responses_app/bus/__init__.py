@@ -1,6 +1,7 @@
 """The event bus: one append-only event log per response, written by the run and read by
 the relay. Redis Streams when REDIS_URL is set, an in-process log otherwise; both behind
-the same two halves: `writer()` for the run's loop, `subscribe()` for the web's loop.
+the same two halves: `writer()` for the run's loop, `subscribe()` for the web's loop, and
+a sync `delete(*response_ids)` for deleted and pruned responses.
 """
 from functools import lru_cache
 

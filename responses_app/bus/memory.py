@@ -55,6 +55,13 @@ class MemoryEventBus:
             _, response_id = self._ended.popleft()
             self._logs.pop(response_id, None)
 
+    # --- deleting (any thread) -----------------------------------------------------------------
+    def delete(self, *response_ids: str) -> None:
+        """Drop these responses' logs (a deleted or pruned response)."""
+        with self._lock:
+            for response_id in response_ids:
+                self._logs.pop(response_id, None)
+
     # --- reading (the web's loop) --------------------------------------------------------------
     async def subscribe(self, response_id: str, after: int = -1) -> Subscription:
         subscription = Subscription(response_id, after, on_close=self._unsubscribe)

@@ -13,8 +13,10 @@ first text, the end) go out at once. Readers share one multiplexed XREAD per pro
 import asyncio
 import logging
 import os
+from functools import cached_property
 
 import orjson
+import redis
 import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
@@ -87,6 +89,22 @@ class RedisEventBus:
         if shared is None:
             shared = self._writers[loop] = _StreamWriter(self)
         return RedisLogWriter(shared, response_id)
+
+    # --- deleting (any thread, sync) -----------------------------------------------------------
+    def delete(self, *response_ids: str) -> None:
+        """Drop these responses' event streams (a deleted or pruned response).
+
+        Redis unreachable: logged, not raised; the streams expire with their TTL anyway."""
+        if not response_ids:
+            return
+        try:
+            self._sync_client.delete(*[stream_key(response_id) for response_id in response_ids])
+        except redis.RedisError as exc:
+            log.warning("could not delete %d event streams: %s", len(response_ids), exc)
+
+    @cached_property
+    def _sync_client(self) -> redis.Redis:
+        return redis.Redis.from_url(self.url, socket_timeout=10, socket_connect_timeout=5)
 
     # --- reading (the web's loop) --------------------------------------------------------------
     async def subscribe(self, response_id: str, after: int = -1) -> Subscription:

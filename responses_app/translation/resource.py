@@ -11,7 +11,8 @@ SAMPLING_DEFAULTS = {
 
 def new_response_resource(*, response_id: str, created_at: int, model: str, params: dict,
                           instructions: str | None, previous_response_id: str | None,
-                          store: bool, background: bool, status: str) -> dict:
+                          store: bool, background: bool, status: str,
+                          conversation_id: str | None = None) -> dict:
     sampling = {name: params[name] if params.get(name) is not None else default
                 for name, default in SAMPLING_DEFAULTS.items()}
     return {
@@ -43,4 +44,5 @@ def new_response_resource(*, response_id: str, created_at: int, model: str, para
         "safety_identifier": params["safety_identifier"],
         "prompt_cache_key": params["prompt_cache_key"],
         "user": params["user"],
+        "conversation": {"id": conversation_id} if conversation_id else None,
     }

@@ -1,27 +1,32 @@
-"""The worker's reads and writes of a response row: claim it, then store its result.
+"""The worker's reads and writes of a response row: claim it, then store its result
+(and, for a response in a conversation, append its turn to the conversation).
 
 A run is claimed with one conditional UPDATE (queued → in_progress), so a redelivered or
 duplicated task never generates twice. The result is committed before the terminal
 event is published: a follow-up request made the instant it arrives finds it.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import orjson
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 
+from ..conversation_items import append_items, conversation_items
 from ..history import chain_items
 from ..models import ResponseStatus, StoredResponse
 from ..translation.chat_request import ChatRequest, build_chat_request
 
+
+# A run of a conversation that ends in these adds its turn to the conversation.
+TURN_STATUSES = {ResponseStatus.COMPLETED.value, ResponseStatus.INCOMPLETE.value}
 
 # One statement claims the row and reads what the run needs (Postgres and SQLite both
 # support UPDATE … RETURNING).
 CLAIM_SQL = """
 UPDATE responses SET status = %s, worker_id = %s WHERE id = %s AND status = %s
 RETURNING tenant_id, model, store, background, previous_response_id, request, input_items,
-          resource
+          resource, conversation_id
 """
 
 
@@ -33,6 +38,8 @@ class RunJob:
     resource: dict
     chat: ChatRequest
     include: list[str]
+    conversation_id: str | None = None
+    input_items: list[dict] = field(default_factory=list)
 
     @property
     def cancellable(self) -> bool:
@@ -49,11 +56,14 @@ def claim_run(response_id: str, worker: str) -> RunJob | None:
         claimed = cursor.fetchone()
     if claimed is None:
         return None
-    tenant_id, model, store, background, previous_id, request, input_items, resource = claimed
+    (tenant_id, model, store, background, previous_id, request, input_items, resource,
+     conversation_id) = claimed
     request, input_items, resource = (_json(request), _json(input_items), _json(resource))
     items = []
     if previous_id:
         items = chain_items(tenant_id, previous_id) or []
+    elif conversation_id:
+        items = conversation_items(conversation_id)
     items.extend(input_items)
     chat = build_chat_request(
         model=model, instructions=request.get("instructions"), items=items,
@@ -61,7 +71,8 @@ def claim_run(response_id: str, worker: str) -> RunJob | None:
         max_tokens_param=settings.UPSTREAM_MAX_TOKENS_PARAM,
     )
     return RunJob(response_id=response_id, store=bool(store), background=bool(background),
-                  resource=resource, chat=chat, include=request["include"])
+                  resource=resource, chat=chat, include=request["include"],
+                  conversation_id=conversation_id, input_items=input_items)
 
 
 def _json(value):
@@ -70,8 +81,19 @@ def _json(value):
 
 
 def store_result(job: RunJob, resource: dict) -> bool:
-    """Commit the finished response (or forget it, for store=false). False when the run no
-    longer owns the row: the watchdog gave it up, so its result must not be published."""
+    """Commit the finished response (or forget it, for store=false) and its conversation
+    turn, in one transaction. False when the run no longer owns the row: the watchdog gave
+    it up, so its result must be neither stored nor published."""
+    if not job.conversation_id:  # one statement: atomic by itself
+        return _store(job, resource)
+    with transaction.atomic():
+        won = _store(job, resource)
+        if won:
+            append_to_conversation(job, resource)
+        return won
+
+
+def _store(job: RunJob, resource: dict) -> bool:
     owned = StoredResponse.objects.filter(id=job.response_id, status=ResponseStatus.IN_PROGRESS)
     if not job.store:
         deleted, _ = owned.delete()
@@ -84,6 +106,15 @@ def store_result(job: RunJob, resource: dict) -> bool:
         completed_at=datetime.fromtimestamp(completed_at, timezone.utc) if completed_at else None,
         error_code=error.get("code"),
     ))
+
+
+def append_to_conversation(job: RunJob, resource: dict) -> None:
+    """A completed or incomplete run of a conversation appends its input, then its output.
+
+    Call it in the transaction that stores the result, once that store has won."""
+    if job.conversation_id and resource["status"] in TURN_STATUSES:
+        append_items(job.conversation_id, job.input_items + list(resource.get("output") or []),
+                     response_id=job.response_id)
 
 
 def discard_unstarted(job: RunJob) -> None:

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('responses_app', '0001_initial'),
+        ('responses_app', '0002_conversations'),
     ]
 
     operations = [

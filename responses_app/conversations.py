@@ -1,0 +1,189 @@
+"""The Conversations API on the request side: create, read, update and delete a tenant's
+conversations and their items, and the check a response created with `conversation` passes.
+
+Items are validated and normalized exactly like response input (create_request.py); the
+item log itself (order, appends) is conversation_items.py, which the worker shares.
+"""
+from datetime import datetime, timezone
+
+from django.db import transaction
+
+from .conversation_items import append_items
+from .create_request import normalize_input, parse_metadata
+from .errors import InvalidRequest, NotFound
+from .ids import new_id
+from .models import MAX_ITEM_ID_LENGTH, Conversation, ConversationItem, Tenant
+from .paging import PageParams, list_body
+
+MAX_ITEMS_PER_CALL = 20
+
+
+def conversation_object(row: Conversation) -> dict:
+    return {"id": row.id, "object": "conversation",
+            "created_at": int(row.created_at.timestamp()), "metadata": row.metadata}
+
+
+# --- conversations -------------------------------------------------------------------------
+
+def conversation_create(tenant: Tenant, body) -> dict:
+    """A new conversation with `metadata` and up to 20 initial `items`."""
+    body = _object(body)
+    metadata = parse_metadata(body.get("metadata"))
+    items = [] if body.get("items") is None else _new_items(body["items"])
+    _check_item_ids(None, items, "items")
+    with transaction.atomic():
+        row = Conversation.objects.create(id=new_id("conv"), tenant=tenant, metadata=metadata,
+                                          created_at=datetime.now(timezone.utc))
+        append_items(row.id, items)
+    return conversation_object(row)
+
+
+def conversation_get(tenant: Tenant, conversation_id: str) -> dict:
+    return conversation_object(_conversation(tenant, conversation_id))
+
+
+def conversation_update(tenant: Tenant, conversation_id: str, body) -> dict:
+    """Replace the conversation's metadata."""
+    body = _object(body)
+    if "metadata" not in body:
+        raise InvalidRequest("Missing required parameter: 'metadata'.", param="metadata",
+                             code="missing_required_parameter")
+    metadata = parse_metadata(body["metadata"])
+    row = _conversation(tenant, conversation_id)
+    row.metadata = metadata
+    row.save(update_fields=["metadata"])
+    return conversation_object(row)
+
+
+def conversation_delete(tenant: Tenant, conversation_id: str) -> dict:
+    """Delete the conversation and its items (its responses stay)."""
+    with transaction.atomic():
+        # locked first: a run appending its turn right now finishes before, or finds it gone
+        conversation = _conversation(tenant, conversation_id, lock=True)
+        conversation.delete()
+    return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
+
+
+# --- items ---------------------------------------------------------------------------------
+
+def items_page(tenant: Tenant, conversation_id: str, params: PageParams) -> dict:
+    """One page of the conversation's items, OpenAI list shape."""
+    conversation = _conversation(tenant, conversation_id)
+    rows = ConversationItem.objects.filter(conversation=conversation)
+    if params.after is not None:
+        anchor = rows.filter(item_id=params.after).values_list("seq", flat=True).first()
+        if anchor is None:
+            raise InvalidRequest(f"No item with id '{params.after}' in this conversation.",
+                                 param="after", code="invalid_value")
+        rows = rows.filter(seq__gt=anchor) if params.order == "asc" else rows.filter(seq__lt=anchor)
+    rows = rows.order_by("seq" if params.order == "asc" else "-seq")
+    page = list(rows.values_list("item", flat=True)[:params.limit + 1])
+    return list_body(page[:params.limit], len(page) > params.limit)
+
+
+def items_add(tenant: Tenant, conversation_id: str, body) -> dict:
+    """Append up to 20 items; returns them as a list."""
+    body = _object(body)
+    if body.get("items") is None:
+        raise InvalidRequest("Missing required parameter: 'items'.", param="items",
+                             code="missing_required_parameter")
+    items = _new_items(body["items"])
+    if not items:
+        raise InvalidRequest("'items' must hold at least one item.", param="items",
+                             code="invalid_value")
+    with transaction.atomic():
+        # locked: a concurrent add cannot slip the same item id in between check and insert
+        conversation = _conversation(tenant, conversation_id, lock=True)
+        _check_item_ids(conversation.id, items, "items")
+        append_items(conversation.id, items)
+    return list_body(items, False)
+
+
+def item_get(tenant: Tenant, conversation_id: str, item_id: str) -> dict:
+    conversation = _conversation(tenant, conversation_id)
+    item = (ConversationItem.objects.filter(conversation=conversation, item_id=item_id)
+            .values_list("item", flat=True).first())
+    if item is None:
+        raise _item_not_found(item_id)
+    return item
+
+
+def item_delete(tenant: Tenant, conversation_id: str, item_id: str) -> dict:
+    """Remove one item; returns the conversation."""
+    conversation = _conversation(tenant, conversation_id)
+    deleted, _ = ConversationItem.objects.filter(conversation=conversation,
+                                                 item_id=item_id).delete()
+    if not deleted:
+        raise _item_not_found(item_id)
+    return conversation_object(conversation)
+
+
+# --- responses with `conversation` ---------------------------------------------------------
+
+def conversation_check_input(tenant: Tenant, conversation_id: str, input_items: list[dict]):
+    """The conversation must be the tenant's and the input must not reuse its item ids."""
+    if not Conversation.objects.filter(id=conversation_id, tenant=tenant).exists():
+        raise _conversation_not_found(conversation_id, param="conversation")
+    _check_item_ids(conversation_id, input_items, "input")
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+def _conversation(tenant: Tenant, conversation_id: str, lock: bool = False) -> Conversation:
+    rows = Conversation.objects.filter(id=conversation_id, tenant=tenant)
+    row = (rows.select_for_update() if lock else rows).first()
+    if row is None:
+        raise _conversation_not_found(conversation_id)
+    return row
+
+
+def _conversation_not_found(conversation_id: str, param: str | None = None) -> NotFound:
+    return NotFound(f"Conversation with id '{conversation_id}' not found.", param=param)
+
+
+def _item_not_found(item_id: str) -> NotFound:
+    return NotFound(f"Item with id '{item_id}' not found.")
+
+
+def _object(body) -> dict:
+    if not isinstance(body, dict):
+        raise InvalidRequest("The request body must be a JSON object.")
+    return body
+
+
+def _new_items(value) -> list[dict]:
+    """Items as response input accepts them (normalized, with ids), at most 20, no references."""
+    if not isinstance(value, list):
+        raise InvalidRequest("'items' must be a list of items.", param="items",
+                             code="invalid_type")
+    if len(value) > MAX_ITEMS_PER_CALL:
+        raise InvalidRequest(f"'items' holds {len(value)} items; you may add up to "
+                             f"{MAX_ITEMS_PER_CALL} at a time.", param="items",
+                             code="invalid_value")
+    items = normalize_input(value, param="items")
+    for index, item in enumerate(items):
+        if item["type"] == "item_reference":
+            raise InvalidRequest("A conversation cannot hold an item_reference; add the item "
+                                 "itself.", param=f"items[{index}].type", code="invalid_value")
+    return items
+
+
+def _check_item_ids(conversation_id: str | None, items: list[dict], param: str) -> None:
+    """Item ids are unique within a conversation (references excepted: they name its items)."""
+    named = [(index, item["id"]) for index, item in enumerate(items)
+             if item["type"] != "item_reference"]
+    existing = set()
+    if conversation_id is not None:
+        existing = set(ConversationItem.objects.filter(
+            conversation_id=conversation_id, item_id__in=[item_id for _, item_id in named])
+            .values_list("item_id", flat=True))
+    seen = set()
+    for index, item_id in named:
+        if len(item_id) > MAX_ITEM_ID_LENGTH:
+            raise InvalidRequest(f"Item ids are at most {MAX_ITEM_ID_LENGTH} characters.",
+                                 param=f"{param}[{index}].id", code="invalid_value")
+        if item_id in existing or item_id in seen:
+            raise InvalidRequest(f"Duplicate item id '{item_id}': the conversation already "
+                                 f"holds an item with this id.", param=f"{param}[{index}].id",
+                                 code="invalid_value")
+        seen.add(item_id)
