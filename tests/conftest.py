@@ -34,9 +34,10 @@ def clean_upstream(upstream):
 
 
 @contextmanager
-def production_deployment(upstream, tmp_path_factory, name: str, redis_db: int, **env):
+def production_deployment(upstream, tmp_path_factory, name: str, redis_db: int,
+                          redis_base_url: str = REDIS_BASE_URL, **env):
     """Daphne + a Celery worker on their own Postgres database and Redis database."""
-    redis_url = f"{REDIS_BASE_URL}/{redis_db}"
+    redis_url = f"{redis_base_url}/{redis_db}"
     redis.Redis.from_url(redis_url).flushdb()
     database_url = fresh_postgres_database(f"gateway_{name}_{os.getpid()}")
     deployment = Deployment(tmp_path_factory.mktemp(name), {

@@ -157,6 +157,7 @@ class RedisLogWriter:
 
     async def close(self) -> None:
         self.shared.fenced.discard(self.key)
+        self.shared.broken.pop(self.key, None)
 
 
 class _StreamWriter:
@@ -167,16 +168,23 @@ class _StreamWriter:
         self.client = _client(bus.url)
         self.pending: dict[str, Entry] = {}
         self.fenced: set[str] = set()
+        self.broken: dict[str, Exception] = {}  # stream -> why its last flush failed
         self.lock = asyncio.Lock()
         self.flush_scheduled = False
 
     async def append(self, key: str, entry: Entry, urgent: bool) -> None:
         if key in self.fenced:
             raise StreamFenced(key)
+        if key in self.broken:  # a background flush of this stream failed: tell the run
+            raise self.broken.pop(key)
         previous = self.pending.get(key)
         self.pending[key] = entry if previous is None else previous.merged(entry)
         if urgent:
-            await self.flush()
+            try:
+                await self.flush()
+            except Exception:
+                self.broken.pop(key, None)  # this run hears it now
+                raise
             if key in self.fenced:
                 raise StreamFenced(key)
         elif not self.flush_scheduled:
@@ -186,7 +194,13 @@ class _StreamWriter:
     def _flush_soon(self) -> None:
         self.flush_scheduled = False
         if self.pending:
-            asyncio.ensure_future(self.flush())
+            asyncio.ensure_future(self._flush_in_background())
+
+    async def _flush_in_background(self) -> None:
+        try:
+            await self.flush()
+        except Exception as exc:  # kept in `broken`: the runs see it on their next append
+            log.warning("event stream flush failed: %s", exc)
 
     async def flush(self) -> None:
         async with self.lock:
@@ -202,7 +216,12 @@ class _StreamWriter:
                     ttl = self.bus.retention_ms if entry.end else self.bus.running_ttl_ms
                     pipe.pexpire(key, ttl)
                     command_keys.append(key)
-            results = await pipe.execute(raise_on_error=False)
+            try:
+                results = await pipe.execute(raise_on_error=False)
+            except Exception as exc:  # Redis unreachable: every run in the batch must know
+                for key in batch:
+                    self.broken[key] = exc
+                raise
         for key, result in zip(command_keys, results):
             if isinstance(result, ResponseError):
                 log.warning("event stream %s refused a write: %s", key, result)
