@@ -2,6 +2,8 @@
 import time
 from datetime import datetime, timezone
 
+from mcp_tools.services import mcp_request_prepare
+
 from .create_request import CreateRequest
 from .dispatch import dispatch_run
 from .errors import InvalidRequest, NotFound
@@ -21,6 +23,7 @@ def response_create(tenant: Tenant, create: CreateRequest) -> StoredResponse:
     input_items = [_unsealed(item) for item in _resolve_item_references(tenant, create)]
     created_at = time.time()
     response_id = new_id("resp")
+    mcp_request_prepare(tenant, create, response_id)
     resource = new_response_resource(
         response_id=response_id, created_at=int(created_at), model=create.model,
         params=create.params, instructions=create.instructions,

@@ -33,6 +33,12 @@ class RunJob:
     resource: dict
     chat: ChatRequest
     include: list[str]
+    # What a run of several upstream turns (MCP tools) rebuilds its chat requests from.
+    tenant_id: int = 0
+    model: str = ""
+    request: dict | None = None
+    items: list | None = None  # the chain's items, then this response's input items
+    input_count: int = 0
 
 
 def claim_run(response_id: str) -> RunJob | None:
@@ -54,7 +60,9 @@ def claim_run(response_id: str) -> RunJob | None:
         max_tokens_param=settings.UPSTREAM_MAX_TOKENS_PARAM,
     )
     return RunJob(response_id=response_id, store=bool(store), background=bool(background),
-                  resource=resource, chat=chat, include=request["include"])
+                  resource=resource, chat=chat, include=request["include"],
+                  tenant_id=tenant_id, model=model, request=request, items=items,
+                  input_count=len(input_items))
 
 
 def _json(value):

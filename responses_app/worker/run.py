@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import connection
 
+from mcp_tools.run_plan import mcp_run_plan
+from mcp_tools.runner import McpToolLoop
+
 from ..bus import StreamFenced, event_bus
 from ..bus.entries import Entry, error_entry
 from ..errors import error_body
@@ -44,8 +47,9 @@ def execute_run(response_id: str) -> None:
     if job is None:
         log.info("run %s already claimed or gone", response_id)
         return
+    mcp_plan = mcp_run_plan(job)
     connection.close()  # back to the pool while streaming; runs outnumber connections
-    generated = loop.run(_generate(job))
+    generated = loop.run(_generate(job, mcp_plan))
     writer = generated.writer
     if generated.fenced:
         return
@@ -73,7 +77,7 @@ def _target() -> UpstreamTarget:
                           idle_timeout=settings.UPSTREAM_TIMEOUT)
 
 
-async def _generate(job) -> Generated:
+async def _generate(job, mcp_plan=None) -> Generated:
     writer = event_bus().writer(job.response_id)
     reasoning = job.resource.get("reasoning") or {}
     translator = ResponseTranslator(job.resource, TranslatorOptions(
@@ -85,27 +89,36 @@ async def _generate(job) -> Generated:
     ))
     stamper = EventStamper()
     result = Generated(resource=job.resource, stamper=stamper, writer=writer)
+
+    async def emit(events, urgent=True):
+        if events:
+            first = stamper.next_sequence_number
+            data = stamper.render(events)
+            await writer.append(Entry(first, stamper.next_sequence_number - 1, data),
+                                urgent=urgent)
+
     try:
-        async with open_chat_stream(_target(), job.chat.body,
-                                    settings.STREAM_BATCH_MS / 1000) as batches:
-            # not urgent: it usually travels with the first delta, which is
-            await writer.append(Entry(0, 1, stamper.render(translator.start())))
-            first_delta_sent = False
-            async for chunks in batches:
-                events = []
-                for chunk in chunks:
-                    events += translator.feed(chunk)
-                if not events:
-                    continue
-                first = stamper.next_sequence_number
-                data = stamper.render(events)
-                urgent = not first_delta_sent and any(e["type"] in DELTA_EVENTS for e in events)
-                first_delta_sent = first_delta_sent or urgent
-                await writer.append(Entry(first, stamper.next_sequence_number - 1, data),
-                                    urgent=urgent)
-            result.closing = translator.finish()
+        body = job.chat.body
+        tools = None
+        if mcp_plan is not None:
+            # MCP tools: several upstream turns in one response (see mcp_tools.runner)
+            tools = McpToolLoop(mcp_plan, job, translator, emit)
+            await emit(translator.start(), urgent=False)
+            body = await tools.prepare()
+        while body is not None:
+            await _stream_turn(translator, stamper, writer, body)
+            if tools is None:
+                break
+            events, calls = translator.end_turn()
+            await emit(events)
+            body = await tools.after_turn(calls)
+        result.closing = translator.finish()
     except UpstreamRejected as rejected:
-        result.rejected = rejected
+        if stamper.next_sequence_number == 0:
+            result.rejected = rejected
+        else:  # the stream had started (MCP listing): the failure is in the stream
+            error = rejected.body["error"]
+            result.closing = translator.fail(error["code"] or "server_error", error["message"])
     except UpstreamStreamFailed as failure:
         log.warning("run %s failed mid-stream: %s", job.response_id, failure.message)
         result.closing = translator.fail(failure.code, failure.message)
@@ -123,3 +136,25 @@ async def _generate(job) -> Generated:
             result.closing = translator.fail(
                 "server_error", "The server had an error while processing your request.")
     return result
+
+
+async def _stream_turn(translator, stamper, writer, body) -> None:
+    """One upstream call, its chunks translated onto the bus (the response's start events
+    go first, once the upstream accepted, unless they were sent already)."""
+    async with open_chat_stream(_target(), body, settings.STREAM_BATCH_MS / 1000) as batches:
+        if stamper.next_sequence_number == 0:
+            # not urgent: it usually travels with the first delta, which is
+            await writer.append(Entry(0, 1, stamper.render(translator.start())))
+        first_delta_sent = False
+        async for chunks in batches:
+            events = []
+            for chunk in chunks:
+                events += translator.feed(chunk)
+            if not events:
+                continue
+            first = stamper.next_sequence_number
+            data = stamper.render(events)
+            urgent = not first_delta_sent and any(e["type"] in DELTA_EVENTS for e in events)
+            first_delta_sent = first_delta_sent or urgent
+            await writer.append(Entry(first, stamper.next_sequence_number - 1, data),
+                                urgent=urgent)
