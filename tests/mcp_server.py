@@ -60,7 +60,7 @@ class McpTestServer:
     """Streamable HTTP (`url`) and legacy SSE (`sse_url`) servers in a background thread."""
 
     def __init__(self, name: str = "demo"):
-        self.stats = {"calls": 0, "sleeping": 0, "slept": 0}
+        self.stats = {"calls": 0, "sleeping": 0, "slept": 0, "authorization": []}
         self.name = name
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -85,12 +85,20 @@ class McpTestServer:
             async with http_app.router.lifespan_context(app):
                 yield
 
-        app = Starlette(routes=[Mount("/", routes=[*http_app.routes, *sse_app.routes])],
-                        lifespan=lifespan)
+        inner = Starlette(routes=[Mount("/", routes=[*http_app.routes, *sse_app.routes])],
+                          lifespan=lifespan)
+        stats = self.stats
+
+        async def app(scope, receive, send):  # records the Authorization header it gets
+            if scope["type"] == "http":
+                headers = dict(scope["headers"])
+                if b"authorization" in headers:
+                    stats["authorization"].append(headers[b"authorization"].decode())
+            await inner(scope, receive, send)
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
-        config = uvicorn.Config(app, loop="asyncio", lifespan="on", access_log=False,
+        config = uvicorn.Config(app, loop="asyncio", lifespan="auto", access_log=False,
                                 log_level="warning")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},

@@ -89,3 +89,179 @@ def test_list_call_result_final_text_not_streamed(api, demo):
     assert [i["type"] for i in body["output"]] == ["mcp_list_tools", "mcp_call", "message"]
     assert body["output"][1]["output"] == "42"
     assert body["output"][2]["content"][0]["text"] == "Results: 42"
+
+
+def test_approval_request_ends_the_response_then_approve_runs_the_call(api, demo):
+    tool = mcp_tool(demo, require_approval={"never": {"tool_names": ["echo"]}})
+    events, first = stream(api, {"model": "fake-tool-caller", "tools": [tool],
+                                 "input": 'call demo__sum {"a": 1, "b": 2}'})
+    assert types(events) == [*START, *LIST, "response.output_item.added",
+                             "response.output_item.done", "response.completed"]
+    request = first["output"][1]
+    assert (request["type"], request["name"], request["arguments"]) == (
+        "mcp_approval_request", "sum", '{"a": 1, "b": 2}')
+    approve = {"type": "mcp_approval_response", "approval_request_id": request["id"],
+               "approve": True}
+    events, second = stream(api, {"model": "fake-tool-caller", "tools": [tool],
+                                  "previous_response_id": first["id"], "input": [approve]})
+    # the listing is reused from the chain; the approved call runs first, then the model
+    assert types(events) == [*START, *call_events(deltas=1), *TEXT, "response.completed"]
+    call = second["output"][0]
+    assert (call["approval_request_id"], call["output"]) == (request["id"], "3")
+    assert second["output"][1]["content"][0]["text"] == "Results: 3"
+    # replaying the approval, on the same chain or on a fork, is refused
+    for previous in (second["id"], first["id"]):
+        replay = api.post("/responses", json={"model": "fake-tool-caller", "tools": [tool],
+                                              "previous_response_id": previous,
+                                              "input": [approve]})
+        assert replay.status_code == 400
+        assert replay.json()["error"]["message"] == (
+            f"The approval request '{request['id']}' was already answered.")
+
+
+def test_denied_approval_tells_the_model_and_runs_nothing(api, demo):
+    tool = mcp_tool(demo, require_approval="always")
+    calls_before = demo.stats["calls"]
+    _, first = stream(api, {"model": "fake-tool-caller", "tools": [tool],
+                            "input": 'call demo__echo {"text": "no"}'})
+    request = first["output"][1]
+    events, second = stream(api, {"model": "fake-tool-caller", "tools": [tool],
+                                  "previous_response_id": first["id"],
+                                  "input": [{"type": "mcp_approval_response", "approve": False,
+                                             "approval_request_id": request["id"],
+                                             "reason": "not now"}]})
+    assert types(events) == [*START, *TEXT, "response.completed"]
+    assert second["output"][0]["content"][0]["text"] == (
+        "Results: The user denied this tool call. not now")
+    assert demo.stats["calls"] == calls_before
+
+
+def test_approving_an_id_from_another_chain_is_refused(api, demo):
+    tool = mcp_tool(demo, require_approval="always")
+    _, elsewhere = stream(api, {"model": "fake-tool-caller", "tools": [tool],
+                                "input": 'call demo__echo {"text": "a"}'})
+    _, here = stream(api, {"model": "fake-text", "input": "hi"})
+    response = api.post("/responses", json={
+        "model": "fake-tool-caller", "tools": [tool], "previous_response_id": here["id"],
+        "input": [{"type": "mcp_approval_response", "approve": True,
+                   "approval_request_id": elsewhere["output"][1]["id"]}]})
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "message": f"No MCP approval request '{elsewhere['output'][1]['id']}' in this "
+                   f"conversation.",
+        "type": "invalid_request_error", "param": "input[0].approval_request_id",
+        "code": "invalid_value"}
+
+
+def test_allowed_tools_is_a_hard_limit(api, demo, clean_upstream):
+    tool = mcp_tool(demo, allowed_tools={"tool_names": ["echo", "sum", "sleep"], "read_only": True})
+    events, final = stream(api, {"model": "fake-tool-caller", "tools": [tool],
+                                 "input": 'call demo__sleep {"seconds": 0}'})
+    listing = final["output"][0]
+    assert [t["name"] for t in listing["tools"]] == ["echo", "sum"]
+    offered = clean_upstream.requests()[0]["body"]["tools"]
+    assert [t["function"]["name"] for t in offered] == ["demo__echo", "demo__sum"]
+    # a call to a tool that was not offered is not an MCP call: the client gets it
+    assert [(i["type"], i["name"]) for i in final["output"][1:]] == [
+        ("function_call", "demo__sleep")]
+
+
+@pytest.mark.parametrize("call, error", [
+    ('call demo__sleep {"seconds": 5}',
+     {"type": "mcp_protocol_error", "code": -32001, "message": "tools/call timeout after 2s"}),
+    ('call demo__raise {"message": "boom"}',
+     {"type": "mcp_tool_execution_error",
+      "content": [{"type": "text", "text": "Error executing tool raise"}]}),
+    ('call demo__large {"size": 200000}',
+     {"type": "mcp_protocol_error", "code": -32603,
+      "message": "the tool result is larger than 100000 bytes"}),
+    ('call demo__echo [1, 2]',
+     {"type": "mcp_protocol_error", "code": -32602,
+      "message": "the arguments are not a JSON object"}),
+])
+def test_a_failed_call_is_reported_and_the_response_completes(api, demo, call, error):
+    events, final = stream(api, {"model": "fake-tool-caller", "tools": [mcp_tool(demo)],
+                                 "input": call})
+    assert types(events) == [*START, *LIST, *call_events(outcome="failed"), *TEXT,
+                             "response.completed"]
+    failed = final["output"][1]
+    assert (failed["status"], failed["output"], failed["error"]) == ("failed", None, error)
+    assert final["output"][2]["content"][0]["text"].startswith("Results: ")
+
+
+def test_a_server_that_is_down_fails_the_listing_and_the_response_completes(api):
+    tool = {"type": "mcp", "server_label": "gone", "server_url": "http://127.0.0.1:9/mcp",
+            "require_approval": "never"}
+    events, final = stream(api, {"model": "fake-tool-caller", "tools": [tool],
+                                 "input": "call gone__echo {}"})
+    assert types(events)[:6] == [*START, "response.output_item.added",
+                                 "response.mcp_list_tools.in_progress",
+                                 "response.mcp_list_tools.failed", "response.output_item.done"]
+    assert final["output"][0]["error"].startswith(
+        "http_error: the MCP server could not be reached (ConnectError")
+    assert final["status"] == "completed"
+
+
+def test_two_servers_and_a_function_tool(api, demo, other, clean_upstream):
+    weather = {"type": "function", "name": "get_weather",
+               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
+    events, final = stream(api, {
+        "model": "fake-tool-caller",
+        "tools": [mcp_tool(demo), mcp_tool(other, "other", allowed_tools=["sum"]), weather],
+        "input": 'call demo__echo {"text": "x"}\ncall other__sum {"a": 1, "b": 1}\n'
+                 'call get_weather {"city": "Oslo"}'})
+    assert [(i["type"], i.get("server_label"), i["name"] if "name" in i else None)
+            for i in final["output"]] == [
+        ("mcp_list_tools", "demo", None), ("mcp_list_tools", "other", None),
+        ("mcp_call", "demo", "echo"), ("mcp_call", "other", "sum"),
+        ("function_call", None, "get_weather")]
+    assert [i.get("output") for i in final["output"][2:4]] == ["echo: x", "2"]
+    # function calls end the run: one upstream turn, the client answers next
+    assert len(clean_upstream.requests()) == 1
+    answer = api.post("/responses", json={
+        "model": "fake-tool-caller", "previous_response_id": final["id"],
+        "tools": [mcp_tool(demo), mcp_tool(other, "other", allowed_tools=["sum"]), weather],
+        "input": [{"type": "function_call_output", "call_id": "call_2", "output": "sunny"}]})
+    assert answer.status_code == 200
+    assert answer.json()["output"][-1]["content"][0]["text"] == "Results: sunny"
+    messages = clean_upstream.requests()[-1]["body"]["messages"]
+    assert [(m["role"], m.get("content")) for m in messages] == [
+        ("user", 'call demo__echo {"text": "x"}\ncall other__sum {"a": 1, "b": 1}\n'
+                 'call get_weather {"city": "Oslo"}'),
+        ("assistant", None), ("tool", "echo: x"), ("assistant", None), ("tool", "2"),
+        ("assistant", None), ("tool", "sunny")]
+
+
+def test_the_listing_is_reused_along_the_chain(api, demo):
+    _, first = stream(api, {"model": "fake-tool-caller", "tools": [mcp_tool(demo)],
+                            "input": "hello"})
+    assert [i["type"] for i in first["output"]] == ["mcp_list_tools", "message"]
+    events, second = stream(api, {"model": "fake-tool-caller", "tools": [mcp_tool(demo)],
+                                  "previous_response_id": first["id"],
+                                  "input": 'call demo__echo {"text": "again"}'})
+    assert types(events) == [*START, *call_events(), *TEXT, "response.completed"]
+    assert second["output"][0]["output"] == "echo: again"
+
+
+def test_a_legacy_sse_server(api, demo):
+    events, final = stream(api, {"model": "fake-tool-caller",
+                                 "tools": [{"type": "mcp", "server_label": "legacy",
+                                            "server_url": demo.sse_url,
+                                            "require_approval": "never"}],
+                                 "input": 'call legacy__sum {"a": 20, "b": 22}'})
+    assert types(events) == [*START, *LIST, *call_events(), *TEXT, "response.completed"]
+    assert final["output"][1]["output"] == "42"
+
+
+def test_headers_reach_the_server_and_are_never_stored(api, demo, production):
+    secret = "Bearer sekret-token-123"
+    events, final = stream(api, {"model": "fake-tool-caller",
+                                 "tools": [mcp_tool(demo, headers={"Authorization": secret})],
+                                 "input": 'call demo__echo {"text": "h"}'})
+    assert demo.stats["authorization"][-1] == secret
+    stored = production.manage("shell", "-c", (
+        "from responses_app.models import StoredResponse as R; import json; "
+        f"r = R.objects.get(id='{final['id']}'); "
+        "print(json.dumps([r.request, r.input_items, r.resource]))"))
+    assert "sekret" not in stored
+    assert "sekret" not in production.logs()
