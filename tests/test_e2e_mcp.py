@@ -265,3 +265,26 @@ def test_headers_reach_the_server_and_are_never_stored(api, demo, production):
         "print(json.dumps([r.request, r.input_items, r.resource]))"))
     assert "sekret" not in stored
     assert "sekret" not in production.logs()
+
+
+def test_a_registered_server_is_named_by_label_and_its_credentials_stay_hidden(
+        api, demo, production):
+    production.manage("shell", "-c", (
+        "from mcp_tools.models import McpServer; from responses_app.models import Tenant; "
+        "s = McpServer(tenant=Tenant.objects.get(name='alice'), label='registered', "
+        f"url='{demo.url}'); s.set_headers({{'Authorization': 'Bearer reg-secret'}}); s.save()"))
+    events, final = stream(api, {"model": "fake-tool-caller",
+                                 "tools": [{"type": "mcp", "server_label": "registered",
+                                            "require_approval": "never"}],
+                                 "input": 'call registered__echo {"text": "r"}'})
+    assert final["output"][1]["output"] == "echo: r"
+    assert demo.stats["authorization"][-1] == "Bearer reg-secret"
+    assert final["tools"][0]["server_url"] is None
+    assert "reg-secret" not in production.manage("shell", "-c", (
+        "from mcp_tools.models import McpServer; "
+        "print(list(McpServer.objects.values()))"))
+    unknown = api.post("/responses", json={"model": "fake-tool-caller", "input": "hi",
+                                           "tools": [{"type": "mcp", "server_label": "nope"}]})
+    assert unknown.status_code == 400
+    assert unknown.json()["error"]["message"] == (
+        "MCP tool 'nope' has no 'server_url' and no server is registered under that label.")
