@@ -4,10 +4,12 @@ upstream scripting the model's tool calls (`fake-tool-caller`). Every stream goe
 the SSE framing check, both schema oracles and the invariant checker."""
 import json
 
+import httpx
 import pytest
 
 from tests.mcp_server import McpTestServer
 from tests.oracles import check_sse_stream, validate_response
+from tests.servers import Deployment
 
 LIST = ["response.output_item.added", "response.mcp_list_tools.in_progress",
         "response.mcp_list_tools.completed", "response.output_item.done"]
@@ -288,3 +290,25 @@ def test_a_registered_server_is_named_by_label_and_its_credentials_stay_hidden(
     assert unknown.status_code == 400
     assert unknown.json()["error"]["message"] == (
         "MCP tool 'nope' has no 'server_url' and no server is registered under that label.")
+
+
+def test_embedded_mode_runs_mcp_tools_the_same_way(upstream, tmp_path_factory, demo):
+    workdir = tmp_path_factory.mktemp("embedded-mcp")
+    deployment = Deployment(workdir, {
+        "SQLITE_PATH": str(workdir / "gateway.sqlite3"), "UPSTREAM_BASE_URL": upstream.base_url,
+        "MCP_EGRESS_ALLOWLIST": "127.0.0.1/32"}, worker=False)
+    deployment.manage("migrate", "-v0")
+    key = deployment.new_api_key("solo")
+    deployment.start()
+    try:
+        with httpx.Client(base_url=deployment.base_url, timeout=30,
+                          headers={"Authorization": f"Bearer {key}"}) as client:
+            events, final = stream(client, {
+                "model": "fake-tool-caller",
+                "tools": [mcp_tool(demo, headers={"Authorization": "Bearer embedded"})],
+                "input": 'call demo__sum {"a": 3, "b": 4}'})
+    finally:
+        deployment.stop()
+    assert types(events) == [*START, *LIST, *call_events(), *TEXT, "response.completed"]
+    assert final["output"][2]["content"][0]["text"] == "Results: 7"
+    assert demo.stats["authorization"][-1] == "Bearer embedded"
