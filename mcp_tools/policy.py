@@ -4,7 +4,6 @@
 can never be called. `require_approval` is "always" (the default), "never", or filters
 `{"always": {...}, "never": {...}}`; a tool neither filter names needs approval.
 """
-from responses_app.translation.mcp_history import upstream_function_name  # noqa: F401
 
 
 def _read_only(tool: dict) -> bool:
@@ -35,6 +34,4 @@ def needs_approval(tool: dict, require_approval) -> bool:
         return False
     if require_approval == "always" or require_approval is None:
         return True
-    if _matches(tool, require_approval.get("never") or {}):
-        return False
-    return True
+    return not _matches(tool, require_approval.get("never") or {})

@@ -28,7 +28,7 @@ def build_server(name: str, stats: dict) -> MCPServer:
         return f"echo: {text}"
 
     @server.tool(description="Add two integers.", annotations=ToolAnnotations(readOnlyHint=True))
-    def sum(a: int, b: int) -> str:  # noqa: A001 - the tool's public name
+    def sum(a: int, b: int) -> str:
         stats["calls"] += 1
         return str(a + b)
 

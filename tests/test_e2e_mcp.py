@@ -212,7 +212,7 @@ def test_two_servers_and_a_function_tool(api, demo, other, clean_upstream):
         "tools": [mcp_tool(demo), mcp_tool(other, "other", allowed_tools=["sum"]), weather],
         "input": 'call demo__echo {"text": "x"}\ncall other__sum {"a": 1, "b": 1}\n'
                  'call get_weather {"city": "Oslo"}'})
-    assert [(i["type"], i.get("server_label"), i["name"] if "name" in i else None)
+    assert [(i["type"], i.get("server_label"), i.get("name"))
             for i in final["output"]] == [
         ("mcp_list_tools", "demo", None), ("mcp_list_tools", "other", None),
         ("mcp_call", "demo", "echo"), ("mcp_call", "other", "sum"),

@@ -7,6 +7,7 @@ message, unanswered calls are dropped and duplicate outputs are dropped.
 from dataclasses import dataclass, field
 
 from .mcp_history import NAMESPACE_SEPARATOR, mcp_items_as_function_items
+
 SYSTEM_ROLES = {"system": "system", "developer": "system"}
 LOGPROBS_INCLUDE = "message.output_text.logprobs"
 
