@@ -2,7 +2,9 @@
 
 Serves Streamable HTTP at `/mcp` and the legacy SSE transport at `/sse` from one app, with
 the tools `echo`, `sum`, `sleep`, `raise` and `large`. Counts the tool calls it started and
-finished, so tests can see that a refused URL made no call and a cancelled call stopped.
+finished and records the Authorization and Host headers it got, so tests can see that
+credentials arrived, a cancelled call stopped and a pinned connection kept its host name.
+Host names it accepts (DNS rebinding protection): 127.0.0.1, localhost and `mcp.test`.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import time
 
 import uvicorn
 from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ToolAnnotations
 from starlette.applications import Starlette
 from starlette.routing import Mount
@@ -60,7 +63,7 @@ class McpTestServer:
     """Streamable HTTP (`url`) and legacy SSE (`sse_url`) servers in a background thread."""
 
     def __init__(self, name: str = "demo"):
-        self.stats = {"calls": 0, "sleeping": 0, "slept": 0, "authorization": []}
+        self.stats = {"calls": 0, "sleeping": 0, "slept": 0, "authorization": [], "hosts": []}
         self.name = name
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -77,8 +80,12 @@ class McpTestServer:
     def start(self, timeout: float = 10.0) -> McpTestServer:
         http_mcp = build_server(self.name, self.stats)
         sse_mcp = build_server(self.name, self.stats)
-        http_app = http_mcp.streamable_http_app(stateless_http=True, json_response=True)
-        sse_app = sse_mcp.sse_app()
+        security = TransportSecuritySettings(
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "mcp.test:*"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*"])
+        http_app = http_mcp.streamable_http_app(stateless_http=True, json_response=True,
+                                                transport_security=security)
+        sse_app = sse_mcp.sse_app(transport_security=security)
 
         @contextlib.asynccontextmanager
         async def lifespan(app):
@@ -92,6 +99,7 @@ class McpTestServer:
         async def app(scope, receive, send):  # records the Authorization header it gets
             if scope["type"] == "http":
                 headers = dict(scope["headers"])
+                stats["hosts"].append(headers.get(b"host", b"").decode())
                 if b"authorization" in headers:
                     stats["authorization"].append(headers[b"authorization"].decode())
             await inner(scope, receive, send)
@@ -114,4 +122,5 @@ class McpTestServer:
     def stop(self) -> None:
         if self._server is not None:
             self._server.should_exit = True
+            self._server.force_exit = True  # do not wait for a sleeping tool
             self._thread.join(timeout=10)

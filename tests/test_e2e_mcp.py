@@ -225,13 +225,11 @@ def test_two_servers_and_a_function_tool(api, demo, other, clean_upstream):
         "tools": [mcp_tool(demo), mcp_tool(other, "other", allowed_tools=["sum"]), weather],
         "input": [{"type": "function_call_output", "call_id": "call_2", "output": "sunny"}]})
     assert answer.status_code == 200
-    assert answer.json()["output"][-1]["content"][0]["text"] == "Results: sunny"
+    # the model sees its three calls as one turn, answered in order
+    assert answer.json()["output"][-1]["content"][0]["text"] == "Results: echo: x | 2 | sunny"
     messages = clean_upstream.requests()[-1]["body"]["messages"]
-    assert [(m["role"], m.get("content")) for m in messages] == [
-        ("user", 'call demo__echo {"text": "x"}\ncall other__sum {"a": 1, "b": 1}\n'
-                 'call get_weather {"city": "Oslo"}'),
-        ("assistant", None), ("tool", "echo: x"), ("assistant", None), ("tool", "2"),
-        ("assistant", None), ("tool", "sunny")]
+    assert [(m["role"], len(m.get("tool_calls") or ())) for m in messages] == [
+        ("user", 0), ("assistant", 3), ("tool", 0), ("tool", 0), ("tool", 0)]
 
 
 def test_the_listing_is_reused_along_the_chain(api, demo):
@@ -312,3 +310,28 @@ def test_embedded_mode_runs_mcp_tools_the_same_way(upstream, tmp_path_factory, d
     assert types(events) == [*START, *LIST, *call_events(), *TEXT, "response.completed"]
     assert final["output"][2]["content"][0]["text"] == "Results: 7"
     assert demo.stats["authorization"][-1] == "Bearer embedded"
+
+
+def test_max_tool_calls_bounds_the_calls_and_the_model_answers_without_tools(
+        api, demo, clean_upstream):
+    events, final = stream(api, {"model": "fake-tool-caller", "tools": [mcp_tool(demo)],
+                                 "max_tool_calls": 1,
+                                 "input": 'call demo__echo {"text": "x"}\n'
+                                          'call demo__sum {"a": 1, "b": 2}'})
+    assert [(i["type"], i.get("status"), i.get("output")) for i in final["output"]] == [
+        ("mcp_list_tools", None, None), ("mcp_call", "completed", "echo: x"),
+        ("mcp_call", "failed", None), ("message", "completed", None)]
+    assert final["output"][2]["error"] == {
+        "type": "mcp_protocol_error", "code": -32603,
+        "message": "the response reached its limit of 1 MCP calls"}
+    assert [r["body"]["tool_choice"] for r in clean_upstream.requests()] == ["auto", "none"]
+    assert final["output"][3]["content"][0]["text"] == (
+        "Results: echo: x | Error (mcp_protocol_error): the response reached its limit of 1 "
+        "MCP calls")
+
+
+def test_a_server_that_answers_garbage_fails_the_listing(api, upstream):
+    events, final = stream(api, {"model": "fake-text", "input": "hi", "tools": [
+        {"type": "mcp", "server_label": "junk", "server_url": f"{upstream.base_url}/models"}]})
+    assert final["output"][0]["error"] == "mcp_protocol_error: Not Found"
+    assert final["status"] == "completed"

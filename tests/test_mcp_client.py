@@ -36,3 +36,15 @@ def test_cancelling_the_task_stops_a_call_in_flight(server):
     left_over = asyncio.run(scenario())
     assert left_over == []
     assert server.stats["slept"] == 0
+
+
+def test_a_pinned_connection_goes_to_the_checked_address_with_the_original_host(server):
+    async def resolver(host, port):
+        assert host == "mcp.test"
+        return ["127.0.0.1"]
+
+    limits = Limits(call_timeout=10, connect_timeout=5, max_tools=10, max_result_bytes=1000,
+                    allowlist=parse_allowlist(["127.0.0.1/32"]), resolver=resolver)
+    url = f"http://mcp.test:{server.port}/mcp"
+    assert asyncio.run(call_tool(ServerTarget("s", url), limits, "echo", {"text": "p"})) == "echo: p"
+    assert server.stats["hosts"][-1] == f"mcp.test:{server.port}"

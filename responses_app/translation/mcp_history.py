@@ -15,23 +15,30 @@ DENIED = "The user denied this tool call."
 
 
 def mcp_items_as_function_items(items: list[dict]) -> list[dict]:
+    """The items with MCP calls as function calls; the calls of one model turn (consecutive
+    calls, MCP or not) stay together, their results after them, as the model made them."""
     if not any(str(item.get("type", "")).startswith("mcp_") for item in items):
         return items
     requests = {i["id"]: i for i in items if i.get("type") == "mcp_approval_request"}
-    result = []
+    result, calls, outputs = [], [], []
     for item in items:
         kind = item.get("type")
         if kind == "mcp_call":
-            result += _call_pair(item["id"], item, call_result_text(item))
+            _add_pair(calls, outputs, item["id"], item, call_result_text(item))
         elif kind == "mcp_approval_response" and not item.get("approve"):
             request = requests.get(item.get("approval_request_id"))
             if request is not None:
                 reason = item.get("reason")
-                result += _call_pair(request["id"], request,
-                                     f"{DENIED} {reason}" if reason else DENIED)
+                _add_pair(calls, outputs, request["id"], request,
+                          f"{DENIED} {reason}" if reason else DENIED)
+        elif kind == "function_call":
+            calls.append(item)
+        elif kind == "function_call_output":
+            outputs.append(item)
         elif kind not in ("mcp_list_tools", "mcp_approval_request", "mcp_approval_response"):
-            result.append(item)
-    return result
+            result += calls + outputs + [item]
+            calls, outputs = [], []
+    return result + calls + outputs
 
 
 def call_result_text(item: dict) -> str:
@@ -54,9 +61,9 @@ def upstream_function_name(server_label: str, tool_name: str) -> str:
     return name[:FUNCTION_NAME_LIMIT]
 
 
-def _call_pair(call_id: str, item: dict, output: str) -> list[dict]:
+def _add_pair(calls: list, outputs: list, call_id: str, item: dict, output: str) -> None:
     name = upstream_function_name(item["server_label"], item["name"])
-    return [{"type": "function_call", "id": call_id, "call_id": call_id, "name": name,
-             "arguments": item.get("arguments") or "{}", "status": "completed"},
-            {"type": "function_call_output", "call_id": call_id, "output": output,
-             "status": "completed"}]
+    calls.append({"type": "function_call", "id": call_id, "call_id": call_id, "name": name,
+                  "arguments": item.get("arguments") or "{}", "status": "completed"})
+    outputs.append({"type": "function_call_output", "call_id": call_id, "output": output,
+                    "status": "completed"})
