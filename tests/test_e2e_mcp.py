@@ -335,3 +335,27 @@ def test_a_server_that_answers_garbage_fails_the_listing(api, upstream):
         {"type": "mcp", "server_label": "junk", "server_url": f"{upstream.base_url}/models"}]})
     assert final["output"][0]["error"] == "mcp_protocol_error: Not Found"
     assert final["status"] == "completed"
+
+
+def test_approval_with_the_whole_history_and_store_false(api, demo):
+    tool = mcp_tool(demo, require_approval="always")
+    ask = 'call demo__echo {"text": "stateless"}'
+    _, first = stream(api, {"model": "fake-tool-caller", "tools": [tool], "store": False,
+                            "input": ask})
+    request = first["output"][1]
+    history = [{"role": "user", "content": ask}, *first["output"],
+               {"type": "mcp_approval_response", "approval_request_id": request["id"],
+                "approve": True}]
+    events, second = stream(api, {"model": "fake-tool-caller", "tools": [tool], "store": False,
+                                  "input": history})
+    assert types(events) == [*START, *call_events(deltas=1), *TEXT, "response.completed"]
+    assert second["output"][1]["content"][0]["text"] == "Results: echo: stateless"
+    # the next turn resends it all, the call included: history, not a new approval
+    events, third = stream(api, {"model": "fake-tool-caller", "tools": [tool], "store": False,
+                                 "input": [*history, *second["output"],
+                                           {"role": "user", "content": "thanks"}]})
+    assert [i["type"] for i in third["output"]] == ["message"]
+    # sending the approval again without its call is a replay
+    replay = api.post("/responses", json={"model": "fake-tool-caller", "tools": [tool],
+                                          "store": False, "input": history})
+    assert replay.status_code == 400
