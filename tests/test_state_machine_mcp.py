@@ -4,8 +4,11 @@ usage adds up, and a run that fails with a call in flight closes it. No I/O here
 from responses_app.create_request import parse_create_request
 from responses_app.translation.resource import new_response_resource
 from responses_app.translation.sse import EventStamper
-from responses_app.translation.state_machine import (McpToolTarget, ResponseTranslator,
-                                                     TranslatorOptions)
+from responses_app.translation.state_machine import (
+    McpToolTarget,
+    ResponseTranslator,
+    TranslatorOptions,
+)
 from tests.oracles import check_sse_stream
 from tests.test_state_machine import sequential_ids
 from tests.upstream_scenarios import CREATED, scenario_for
