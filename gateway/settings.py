@@ -147,6 +147,22 @@ QUEUED_REDISPATCH_SECONDS = env.float("QUEUED_REDISPATCH_SECONDS", default=60.0)
 RESPONSE_RETENTION_DAYS = env.int("RESPONSE_RETENTION_DAYS", default=0)
 RETENTION_PRUNE_INTERVAL_SECONDS = env.int("RETENTION_PRUNE_INTERVAL_SECONDS", default=3600)
 
+# --- MCP tools run by the gateway (mcp_tools/) ---------------------------------------------
+# Request-supplied `server_url`s; False allows only servers an admin registered.
+MCP_ALLOW_REQUEST_URLS = env.bool("MCP_ALLOW_REQUEST_URLS", default=True)
+# CIDRs request-supplied URLs may reach although not globally routable (tests, private setups).
+MCP_EGRESS_ALLOWLIST = env.list("MCP_EGRESS_ALLOWLIST", default=[])
+MCP_CALL_TIMEOUT_SECONDS = env.float("MCP_CALL_TIMEOUT_SECONDS", default=60.0)
+MCP_CONNECT_TIMEOUT_SECONDS = env.float("MCP_CONNECT_TIMEOUT_SECONDS", default=10.0)
+MCP_MAX_SERVERS_PER_REQUEST = env.int("MCP_MAX_SERVERS_PER_REQUEST", default=8)
+MCP_MAX_TOOLS_PER_SERVER = env.int("MCP_MAX_TOOLS_PER_SERVER", default=128)
+MCP_MAX_RESULT_BYTES = env.int("MCP_MAX_RESULT_BYTES", default=1_000_000)
+# MCP calls one response may make, whatever `max_tool_calls` says.
+MCP_MAX_TOOL_CALLS = env.int("MCP_MAX_TOOL_CALLS", default=20)
+# Fernet keys (comma-separated, newest first) for registered servers' credentials; empty
+# derives one from SECRET_KEY.
+MCP_SECRET_KEYS = env.list("MCP_SECRET_KEYS", default=[])
+
 # --- event bus and worker: Redis + Celery when REDIS_URL is set, else in-process -----------
 REDIS_URL = env.str("REDIS_URL", default="")
 EMBEDDED = not REDIS_URL
@@ -181,5 +197,6 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="WARNING")},
-    "loggers": {"responses_app": {"level": env.str("LOG_LEVEL", default="INFO")}},
+    "loggers": {"responses_app": {"level": env.str("LOG_LEVEL", default="INFO")},
+                "mcp_tools": {"level": env.str("LOG_LEVEL", default="INFO")}},
 }

@@ -6,6 +6,8 @@ upstream all read one format. Anything the gateway cannot honour is a clear 400.
 """
 from dataclasses import dataclass, field
 
+from mcp_tools.request_spec import MCP_ITEM_BUILDERS, check_mcp_tool_count, mcp_tool
+
 from .errors import InvalidRequest
 from .ids import new_id
 
@@ -40,6 +42,8 @@ class CreateRequest:
     # What the response object echoes and the upstream request is built from.
     params: dict = field(default_factory=dict)
     conversation_id: str | None = None
+    # MCP `headers` by server_label: for this run only, never stored.
+    mcp_headers: dict = field(default_factory=dict)
 
 
 def parse_create_request(body) -> CreateRequest:
@@ -63,8 +67,9 @@ def parse_create_request(body) -> CreateRequest:
                              "store=true.", param="background", code="invalid_value")
     include = _include(body.get("include"))
     conversation_id = _conversation(body)
+    mcp_headers = {}
     params = {
-        "tools": _tools(body.get("tools")),
+        "tools": _tools(body.get("tools"), mcp_headers),
         "tool_choice": _tool_choice(body.get("tool_choice")),
         "parallel_tool_calls": _bool(body, "parallel_tool_calls", True),
         # None when unset: the upstream keeps its own defaults, the response echoes ours.
@@ -97,6 +102,7 @@ def parse_create_request(body) -> CreateRequest:
         include=include,
         params=params,
         conversation_id=conversation_id,
+        mcp_headers=mcp_headers,
     )
 
 
@@ -219,6 +225,7 @@ ITEM_BUILDERS = {
     "function_call_output": _function_call_output,
     "item_reference": _item_reference,
     "reasoning": _reasoning_item,
+    **MCP_ITEM_BUILDERS,
 }
 
 
@@ -229,7 +236,7 @@ def _client_id(item, prefix) -> str:
 
 # --- parameters ----------------------------------------------------------------------------
 
-def _tools(value) -> list[dict]:
+def _tools(value, mcp_headers: dict) -> list[dict]:
     if value is None:
         return []
     if not isinstance(value, list):
@@ -252,13 +259,16 @@ def _tools(value) -> list[dict]:
             tools.append({**tool, "name": name, "tools": [
                 _function_tool(t, f"{param}.tools[{j}]") for j, t in enumerate(inner)]})
         elif kind == "mcp":
-            raise InvalidRequest("MCP tools are not supported by this gateway yet.",
-                                 param=f"{param}.type", code="unsupported_parameter")
+            stored, headers = mcp_tool(tool, param)
+            tools.append(stored)
+            if headers:
+                mcp_headers[stored["server_label"]] = headers
         elif kind in IGNORED_TOOL_TYPES:
             tools.append(tool)
         else:
             raise InvalidRequest(f"Invalid value for '{param}.type': {kind!r} is not a supported "
                                  f"tool type.", param=f"{param}.type", code="invalid_value")
+    check_mcp_tool_count(tools)
     return tools
 
 

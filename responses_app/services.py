@@ -5,6 +5,8 @@ from datetime import datetime, timezone
 
 from django.conf import settings
 
+from mcp_tools.services import mcp_request_prepare
+
 from .bus import event_bus
 from .bus.entries import Entry
 from .cancellation import cancellation
@@ -31,6 +33,7 @@ def response_create(tenant: Tenant, create: CreateRequest) -> StoredResponse:
     input_items = [_unsealed(item) for item in _resolve_item_references(tenant, create)]
     created_at = time.time()
     response_id = new_id("resp")
+    mcp_request_prepare(tenant, create, response_id)
     resource = new_response_resource(
         response_id=response_id, created_at=int(created_at), model=create.model,
         params=create.params, instructions=create.instructions,

@@ -48,6 +48,10 @@ def production_deployment(upstream, tmp_path_factory, name: str, redis_db: int,
         "UPSTREAM_TIMEOUT": "5",
         "SECRET_KEY": "test-secret-key-" + "x" * 40,
         "LOG_LEVEL": "WARNING",
+        # MCP: the test MCP servers listen on loopback; a short call timeout for the slow tool
+        "MCP_EGRESS_ALLOWLIST": "127.0.0.1/32",
+        "MCP_CALL_TIMEOUT_SECONDS": "2",
+        "MCP_MAX_RESULT_BYTES": "100000",
         **env,
     })
     deployment.manage("migrate", "-v0")

@@ -179,9 +179,9 @@ REJECTED = [
     ("stream yes", {"model": "m", "input": "hi", "stream": "yes"}, "stream", "invalid_type"),
     ("tools not a list", {"model": "m", "input": "hi", "tools": {"type": "function"}},
      "tools", "invalid_type"),
-    ("mcp tool", {"model": "m", "input": "hi", "tools": [
+    ("mcp tool to loopback", {"model": "m", "input": "hi", "tools": [
         {"type": "mcp", "server_label": "x", "server_url": "http://127.0.0.1:1/mcp"}]},
-     "tools[0].type", "unsupported_parameter"),
+     "tools[0].server_url", "invalid_value"),
     ("unknown tool type", {"model": "m", "input": "hi", "tools": [{"type": "teleport"}]},
      "tools[0].type", "invalid_value"),
     ("bad tool_choice", {"model": "m", "input": "hi", "tool_choice": "sometimes"},

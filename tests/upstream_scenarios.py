@@ -11,6 +11,9 @@ Dynamic model names handled by :func:`scenario_for`:
 * ``fake-echo``          -- echoes a compact rendering of the request ``messages``;
 * ``bench-<n>-<ms>``     -- n content chunks ``"w<i> "`` paced ``ms`` milliseconds apart;
 * ``fake-slow-<ms>``     -- ``fake-text`` with a first-byte delay of ``ms`` milliseconds;
+* ``fake-tool-caller``   -- scripted by the conversation: after tool results, answers
+  ``Results: <result> | <result>``; else each line ``call <function> <json arguments>`` of the
+  last user message becomes a tool call (arguments streamed in two pieces); else ``No tools.``;
 * anything else unknown  -- ``fake-text``.
 """
 
@@ -200,12 +203,36 @@ _BENCH = re.compile(r"bench-(\d+)-(\d+)")
 _SLOW = re.compile(r"fake-slow-(\d+)")
 
 
+def _tool_caller(model: str, messages: list[dict]) -> Scenario:
+    results = []
+    for message in reversed(messages):
+        if message.get("role") != "tool":
+            break
+        results.insert(0, _part_text(message.get("content")))
+    if results:
+        return Scenario(_text(model, ["Results: ", " | ".join(results)]))
+    user = next((m for m in reversed(messages) if m.get("role") == "user"), {})
+    calls = [line.split(" ", 2) for line in _part_text(user.get("content")).splitlines()
+             if line.startswith("call ")]
+    if not calls:
+        return Scenario(_text(model, ["No tools."]))
+    deltas = []
+    for index, (_, name, *arguments) in enumerate(calls):
+        arguments = arguments[0] if arguments else "{}"
+        half = len(arguments) // 2
+        deltas += [_call_head(index, f"call_{index}", name, arguments[:half]),
+                   _call_args(index, arguments[half:])]
+    return Scenario(_stream(model, deltas, "tool_calls"))
+
+
 def scenario_for(model: str, request_body: dict) -> Scenario:
     """Scenario for a model name; dynamic names are built here, unknown names get ``fake-text``."""
     if model in SCENARIOS:
         return SCENARIOS[model]
     if model == "fake-echo":
         return Scenario(_text(model, _split3(render_messages(request_body.get("messages", [])))))
+    if model == "fake-tool-caller":
+        return _tool_caller(model, request_body.get("messages", []))
     if m := _BENCH.fullmatch(model or ""):
         return _bench(model, int(m[1]), int(m[2]))
     if m := _SLOW.fullmatch(model or ""):
@@ -215,7 +242,7 @@ def scenario_for(model: str, request_body: dict) -> Scenario:
 
 def is_cacheable(model: str) -> bool:
     """True when ``scenario_for(model, ...)`` does not depend on the request body."""
-    return model != "fake-echo"
+    return model not in ("fake-echo", "fake-tool-caller")
 
 
 # --------------------------------------------------------------------------- accumulation

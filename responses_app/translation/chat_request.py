@@ -6,7 +6,8 @@ message, unanswered calls are dropped and duplicate outputs are dropped.
 """
 from dataclasses import dataclass, field
 
-NAMESPACE_SEPARATOR = "__"
+from .mcp_history import NAMESPACE_SEPARATOR, mcp_items_as_function_items
+
 SYSTEM_ROLES = {"system": "system", "developer": "system"}
 LOGPROBS_INCLUDE = "message.output_text.logprobs"
 
@@ -56,6 +57,7 @@ def build_chat_request(*, model: str, instructions: str | None, items: list[dict
 # --- messages ------------------------------------------------------------------------------
 
 def messages_from_items(items: list[dict]) -> list[dict]:
+    items = mcp_items_as_function_items(items)
     calls_by_id = {i["call_id"]: i for i in items if i.get("type") == "function_call"}
     messages: list[dict] = []
     answered: set[str] = set()

@@ -7,13 +7,20 @@ the stream just ends). Events come back
 as dicts without sequence numbers (the EventStamper numbers them, in one place). The
 response object is kept current, so the terminal event carries the full response.
 
+A response may span several upstream turns (gateway-run MCP tools): `end_turn()` closes the
+turn's items and hands back the MCP calls to run, `mcp_call_done()` closes each with its
+result, and the next turn's chunks are fed to the same translator, so output indexes and
+items continue. A call to an MCP tool becomes an `mcp_call` item (or, when it needs
+approval, an `mcp_approval_request` item); `mcp_events` builds the MCP item events.
+
 Contract: the events a call returns must be serialized before the next call, because the
 item dicts they point at keep changing until their `output_item.done`.
 """
 import time
 from dataclasses import dataclass, field
 
-from .usage import usage_from_chat
+from . import mcp_events
+from .usage import sum_chat_usage, usage_from_chat
 
 
 @dataclass(frozen=True)
@@ -60,8 +67,17 @@ class _Segment:
 @dataclass
 class _ToolCall:
     item: dict
-    output_index: int
+    output_index: int | None  # None: an approval request, added when the turn ends
     pieces: list = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class McpToolTarget:
+    """What an upstream function name means when it is a gateway-run MCP tool."""
+
+    server_label: str
+    name: str
+    needs_approval: bool
 
 
 @dataclass
@@ -73,6 +89,8 @@ class TranslatorOptions:
     function_names: dict = field(default_factory=dict)
     # reasoning item -> opaque token, when the client asked for reasoning.encrypted_content
     seal_reasoning: "callable | None" = None
+    # upstream function name -> McpToolTarget for tools the gateway runs
+    mcp_tools: dict = field(default_factory=dict)
     now: "callable" = time.time
 
 
@@ -84,6 +102,9 @@ class ResponseTranslator:
         self._calls: dict[int, _ToolCall] = {}
         self._finish_reason: str | None = None
         self._usage: dict | None = None
+        self._turn_usages: list[dict] = []
+        # mcp_call items whose arguments are done and whose result is awaited
+        self._running: dict[str, _ToolCall] = {}
 
     # --- lifecycle ---------------------------------------------------------------------------
     def start(self) -> list[dict]:
@@ -121,10 +142,74 @@ class ResponseTranslator:
                 self._finish_reason = choice["finish_reason"]
         return events
 
+    def end_turn(self) -> tuple[list[dict], list[dict]]:
+        """Close the upstream turn: its items are done, its MCP calls wait for results.
+
+        Returns (events, mcp_call items to run, in output order).
+        """
+        events: list[dict] = []
+        if self._segment is not None:
+            self._close_segment(events, "completed")
+        to_run = []
+        for _, call in sorted(self._calls.items()):
+            kind = call.item["type"]
+            if kind == "function_call":
+                self._close_call(events, call, "completed")
+            elif kind == "mcp_approval_request":
+                call.item["arguments"] = "".join(call.pieces)
+                events += mcp_events.added_and_done(self._add_item_index(call.item), call.item)
+            else:
+                call.item["arguments"] = "".join(call.pieces)
+                events.append(mcp_events.arguments_done(call.item, call.output_index))
+                self._running[call.item["id"]] = call
+                to_run.append(call.item)
+        self._calls = {}
+        self._finish_reason = None
+        if self._usage:
+            self._turn_usages.append(self._usage)
+            self._usage = None
+        return events, to_run
+
+    def open_mcp_call(self, server_label: str, name: str, arguments: str,
+                      approval_request_id: str | None) -> tuple[list[dict], dict]:
+        """An MCP call the gateway makes on its own (an approved request): its item, opened."""
+        item = mcp_events.new_call_item(self.options.ids("mcp"), server_label, name,
+                                        approval_request_id)
+        events: list[dict] = []
+        call = _ToolCall(item=item, output_index=self._add_item(events, item, dict(item)),
+                         pieces=[arguments])
+        events.append(mcp_events.call_in_progress(item, call.output_index))
+        if arguments:
+            events.append(mcp_events.arguments_delta(item, call.output_index, arguments))
+        item["arguments"] = arguments
+        events.append(mcp_events.arguments_done(item, call.output_index))
+        self._running[item["id"]] = call
+        return events, item
+
+    def mcp_call_done(self, item: dict, output: str | None = None,
+                      error: dict | None = None) -> list[dict]:
+        """The result of a running MCP call: `.completed` with output or `.failed` with error."""
+        call = self._running.pop(item["id"])
+        return mcp_events.call_done(item, call.output_index, output, error)
+
+    def open_list_tools(self, server_label: str) -> tuple[list[dict], dict]:
+        """An `mcp_list_tools` item, in progress."""
+        item = {"id": self.options.ids("mcpl"), "type": "mcp_list_tools",
+                "server_label": server_label, "tools": []}
+        events: list[dict] = []
+        output_index = self._add_item(events, item, {**item, "tools": []})
+        events.append(mcp_events.list_tools_in_progress(item, output_index))
+        return events, item
+
+    def list_tools_done(self, item: dict, tools: list[dict] | None,
+                        error: str | None = None) -> list[dict]:
+        output_index = self.response["output"].index(item)
+        return mcp_events.list_tools_done(item, output_index, tools, error)
+
     def finish(self) -> list[dict]:
         reason = FINISH_INCOMPLETE.get(self._finish_reason or "")
         events = self._close_all("incomplete" if reason else "completed")
-        self.response["usage"] = usage_from_chat(self._usage)
+        self.response["usage"] = self._total_usage()
         self.response["completed_at"] = int(self.options.now())
         if reason:
             self.response["status"] = "incomplete"
@@ -137,7 +222,7 @@ class ResponseTranslator:
 
     def fail(self, code: str, message: str) -> list[dict]:
         events = self._close_all("incomplete")
-        self.response["usage"] = usage_from_chat(self._usage)
+        self.response["usage"] = self._total_usage()
         self.response["status"] = "failed"
         self.response["error"] = {"code": code, "message": message}
         events.append({"type": "response.failed", "response": self.response})
@@ -232,20 +317,39 @@ class ResponseTranslator:
             if self._segment is not None:  # items stream one after another: close the text
                 self._close_segment(events, "completed")
             upstream_name = function.get("name") or ""
-            name, namespace = self.options.function_names.get(upstream_name, (upstream_name, None))
-            item = {"id": self.options.ids("fc"), "type": "function_call",
-                    "status": "in_progress", "arguments": "",
-                    "call_id": piece.get("id") or self.options.ids("call"), "name": name}
-            if namespace:
-                item["namespace"] = namespace
-            call = _ToolCall(item=item, output_index=self._add_item(events, item, dict(item)))
+            call = self._open_call(events, piece, upstream_name)
             self._calls[index] = call
         arguments = function.get("arguments")
         if arguments:
             call.pieces.append(arguments)
-            events.append({"type": "response.function_call_arguments.delta",
-                           "item_id": call.item["id"], "output_index": call.output_index,
-                           "delta": arguments})
+            kind = call.item["type"]
+            if kind == "function_call":
+                events.append({"type": "response.function_call_arguments.delta",
+                               "item_id": call.item["id"], "output_index": call.output_index,
+                               "delta": arguments})
+            elif kind == "mcp_call":
+                events.append(mcp_events.arguments_delta(call.item, call.output_index, arguments))
+
+    def _open_call(self, events, piece, upstream_name) -> _ToolCall:
+        mcp = self.options.mcp_tools.get(upstream_name)
+        if mcp is not None and mcp.needs_approval:
+            # Added whole when the turn ends: an approval request streams no arguments.
+            item = {"id": self.options.ids("mcpr"), "type": "mcp_approval_request",
+                    "server_label": mcp.server_label, "name": mcp.name, "arguments": ""}
+            return _ToolCall(item=item, output_index=None)
+        if mcp is not None:
+            item = mcp_events.new_call_item(self.options.ids("mcp"), mcp.server_label, mcp.name,
+                                            None)
+            call = _ToolCall(item=item, output_index=self._add_item(events, item, dict(item)))
+            events.append(mcp_events.call_in_progress(item, call.output_index))
+            return call
+        name, namespace = self.options.function_names.get(upstream_name, (upstream_name, None))
+        item = {"id": self.options.ids("fc"), "type": "function_call",
+                "status": "in_progress", "arguments": "",
+                "call_id": piece.get("id") or self.options.ids("call"), "name": name}
+        if namespace:
+            item["namespace"] = namespace
+        return _ToolCall(item=item, output_index=self._add_item(events, item, dict(item)))
 
     def _close_call(self, events, call, status):
         item = call.item
@@ -259,22 +363,37 @@ class ResponseTranslator:
 
     # --- shared --------------------------------------------------------------------------------
     def _add_item(self, events, item, added_snapshot) -> int:
-        output = self.response["output"]
-        output_index = len(output)
-        output.append(item)
+        output_index = self._add_item_index(item)
         events.append({"type": "response.output_item.added", "output_index": output_index,
                        "item": added_snapshot})
         return output_index
 
+    def _add_item_index(self, item) -> int:
+        output = self.response["output"]
+        output.append(item)
+        return len(output) - 1
+
+    def _total_usage(self) -> dict | None:
+        usages = self._turn_usages + ([self._usage] if self._usage else [])
+        return usage_from_chat(sum_chat_usage(usages))
+
     def _close_all(self, status) -> list[dict]:
         events: list[dict] = []
-        open_items = [(call.output_index, call) for call in self._calls.values()]
+        open_items = [(call.output_index, call) for call in self._calls.values()
+                      if call.output_index is not None]  # approval requests never opened
+        open_items += [(call.output_index, call) for call in self._running.values()]
         if self._segment is not None:
             open_items.append((self._segment.output_index, self._segment))
         for _, thing in sorted(open_items, key=lambda pair: pair[0]):
-            if isinstance(thing, _ToolCall):
+            if not isinstance(thing, _ToolCall):
+                self._close_segment(events, status)
+            elif thing.item["type"] == "function_call":
                 self._close_call(events, thing, status)
             else:
-                self._close_segment(events, status)
+                if thing.item["id"] not in self._running:  # arguments still streaming
+                    thing.item["arguments"] = "".join(thing.pieces)
+                    events.append(mcp_events.arguments_done(thing.item, thing.output_index))
+                events.append(mcp_events.call_unfinished(thing.item, thing.output_index, status))
         self._calls = {}
+        self._running = {}
         return events

@@ -20,3 +20,24 @@ def usage_from_chat(usage: dict | None) -> dict | None:
         },
         "total_tokens": prompt + completion,
     }
+
+
+def sum_chat_usage(usages: list[dict]) -> dict | None:
+    """The Chat Completions usage of several upstream turns of one response, added up."""
+    if not usages:
+        return None
+    if len(usages) == 1:
+        return usages[0]
+
+    def total(key, detail=None):
+        values = (u.get(key) or 0 if detail is None else (u.get(key) or {}).get(detail) or 0
+                  for u in usages)
+        return sum(values)
+
+    return {
+        "prompt_tokens": total("prompt_tokens"),
+        "completion_tokens": total("completion_tokens"),
+        "prompt_tokens_details": {"cached_tokens": total("prompt_tokens_details", "cached_tokens")},
+        "completion_tokens_details": {
+            "reasoning_tokens": total("completion_tokens_details", "reasoning_tokens")},
+    }

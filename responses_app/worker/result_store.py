@@ -40,6 +40,12 @@ class RunJob:
     include: list[str]
     conversation_id: str | None = None
     input_items: list[dict] = field(default_factory=list)
+    # What a run of several upstream turns (MCP tools) rebuilds its chat requests from.
+    tenant_id: int = 0
+    model: str = ""
+    request: dict | None = None
+    items: list | None = None  # the chain's items, then this response's input items
+    input_count: int = 0
 
     @property
     def cancellable(self) -> bool:
@@ -72,7 +78,9 @@ def claim_run(response_id: str, worker: str) -> RunJob | None:
     )
     return RunJob(response_id=response_id, store=bool(store), background=bool(background),
                   resource=resource, chat=chat, include=request["include"],
-                  conversation_id=conversation_id, input_items=input_items)
+                  conversation_id=conversation_id, input_items=input_items,
+                  tenant_id=tenant_id, model=model, request=request, items=items,
+                  input_count=len(input_items))
 
 
 def _json(value):

@@ -13,9 +13,12 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import connection
 
+from mcp_tools.run_plan import mcp_run_plan
+from mcp_tools.runner import McpToolLoop
+
 from ..bus import StreamFenced, event_bus
-from ..cancellation import cancellation
 from ..bus.entries import Entry, error_entry
+from ..cancellation import cancellation
 from ..errors import error_body
 from ..ids import new_id
 from ..reasoning_token import seal
@@ -51,9 +54,10 @@ def execute_run(response_id: str) -> None:
     if job is None:
         log.info("run %s already claimed or gone", response_id)
         return
+    mcp_plan = mcp_run_plan(job)
     connection.close()  # back to the pool while streaming; runs outnumber connections
     try:
-        generated = loop.run(_generate(job))
+        generated = loop.run(_generate(job, mcp_plan))
     finally:
         if job.cancellable:
             cancellation().forget(response_id)
@@ -91,7 +95,7 @@ def _target() -> UpstreamTarget:
                           idle_timeout=settings.UPSTREAM_TIMEOUT)
 
 
-async def _generate(job) -> Generated:
+async def _generate(job, mcp_plan=None) -> Generated:
     writer = event_bus().writer(job.response_id)
     reasoning = job.resource.get("reasoning") or {}
     translator = ResponseTranslator(job.resource, TranslatorOptions(
@@ -103,16 +107,24 @@ async def _generate(job) -> Generated:
     ))
     stamper = EventStamper()
     result = Generated(resource=job.resource, stamper=stamper, writer=writer)
-    streaming = asyncio.ensure_future(_stream(job, translator, stamper, writer))
+
+    async def emit(events, urgent=True):
+        if events:
+            first = stamper.next_sequence_number
+            data = stamper.render(events)
+            await writer.append(Entry(first, stamper.next_sequence_number - 1, data),
+                                urgent=urgent)
+
+    running = asyncio.ensure_future(_run_turns(job, mcp_plan, translator, stamper, writer, emit))
     watch = None
     if job.cancellable:
         def cancel():
             result.cancelled = True
-            streaming.cancel()
+            running.cancel()
 
         watch = await cancellation().watch(job.response_id, cancel)
     try:
-        await streaming
+        await running
         result.closing = translator.finish()
     except asyncio.CancelledError:
         if not result.cancelled:
@@ -120,12 +132,14 @@ async def _generate(job) -> Generated:
         log.info("run %s cancelled", job.response_id)
         result.closing = translator.cancel()
     except UpstreamRejected as rejected:
-        if job.background:  # the response exists for its client: it fails, visibly
-            await writer.append(Entry(0, 1, stamper.render(translator.start())))
-            code = "rate_limit_exceeded" if rejected.status == 429 else "server_error"
-            result.closing = translator.fail(code, rejected.body["error"]["message"])
-        else:
+        error = rejected.body["error"]
+        if stamper.next_sequence_number == 0 and not job.background:
             result.rejected = rejected
+        else:  # the response is visible already (background, MCP listing): it fails in it
+            if stamper.next_sequence_number == 0:
+                await emit(translator.start())
+            code = "rate_limit_exceeded" if rejected.status == 429 else "server_error"
+            result.closing = translator.fail(code, error["message"])
     except UpstreamStreamFailed as failure:
         log.warning("run %s failed mid-stream: %s", job.response_id, failure.message)
         result.closing = translator.fail(failure.code, failure.message)
@@ -150,12 +164,31 @@ async def _generate(job) -> Generated:
     return result
 
 
-async def _stream(job, translator, stamper, writer) -> None:
-    """Stream the upstream through the translator onto the bus, up to (not including) the end."""
-    async with open_chat_stream(_target(), job.chat.body,
-                                settings.STREAM_BATCH_MS / 1000) as batches:
-        # not urgent: it usually travels with the first delta, which is
-        await writer.append(Entry(0, 1, stamper.render(translator.start())))
+async def _run_turns(job, mcp_plan, translator, stamper, writer, emit) -> None:
+    """The upstream turns of one response, up to (not including) its end: one turn, or with
+    MCP tools, turns until the model stops calling them (see mcp_tools.runner)."""
+    body = job.chat.body
+    tools = None
+    if mcp_plan is not None:
+        tools = McpToolLoop(mcp_plan, job, translator, emit)
+        await emit(translator.start(), urgent=False)
+        body = await tools.prepare()
+    while body is not None:
+        await _stream_turn(translator, stamper, writer, body)
+        if tools is None:
+            break
+        events, calls = translator.end_turn()
+        await emit(events)
+        body = await tools.after_turn(calls)
+
+
+async def _stream_turn(translator, stamper, writer, body) -> None:
+    """One upstream call, its chunks translated onto the bus (the response's start events
+    go first, once the upstream accepted, unless they were sent already)."""
+    async with open_chat_stream(_target(), body, settings.STREAM_BATCH_MS / 1000) as batches:
+        if stamper.next_sequence_number == 0:
+            # not urgent: it usually travels with the first delta, which is
+            await writer.append(Entry(0, 1, stamper.render(translator.start())))
         first_delta_sent = False
         async for chunks in batches:
             events = []

@@ -1,0 +1,151 @@
+"""The MCP part of a run: list each server's tools (or reuse the listing from the
+conversation), offer the allowed ones to the model, run the calls it makes and the calls
+the client approved, and decide whether another upstream turn follows.
+
+Events are made by the pure translator and sent with the run's `emit`; this module does
+the I/O (mcp_tools.client) and the bookkeeping, nothing else.
+"""
+import logging
+
+import orjson
+from django.conf import settings
+
+from responses_app.translation.chat_request import build_chat_request
+from responses_app.translation.mcp_history import upstream_function_name
+from responses_app.translation.state_machine import McpToolTarget
+
+from . import client
+from .client import McpFailure
+from .policy import needs_approval, tool_allowed
+from .run_plan import McpRunPlan
+
+log = logging.getLogger(__name__)
+
+# Items after which the client must act: the run ends when a turn produced one.
+CLIENT_ITEMS = {"function_call", "mcp_approval_request"}
+
+
+class McpToolLoop:
+    def __init__(self, plan: McpRunPlan, job, translator, emit):
+        self.plan = plan
+        self.job = job
+        self.translator = translator
+        self.emit = emit
+        self.functions: list[dict] = []  # the chat function tools the MCP tools become
+        self.calls_made = 0
+        self._turn_start = 0
+
+    async def prepare(self) -> dict:
+        """List (or reuse) tools, run newly approved calls; the first turn's chat body."""
+        targets = {}
+        for label, server in self.plan.servers.items():
+            for tool in await self._tools_of(label, server):
+                if not tool_allowed(tool, server.allowed_tools):
+                    continue
+                name = upstream_function_name(label, tool["name"])
+                if name in targets:
+                    continue
+                targets[name] = McpToolTarget(label, tool["name"],
+                                              needs_approval(tool, server.require_approval))
+                self.functions.append({
+                    "type": "function", "name": name, "strict": False,
+                    "description": tool.get("description"),
+                    "parameters": tool.get("input_schema") or {"type": "object",
+                                                               "properties": {}}})
+        self.translator.options.mcp_tools = targets
+        for request in self._approved_requests():
+            events, item = self.translator.open_mcp_call(
+                request["server_label"], request["name"], request["arguments"], request["id"])
+            await self.emit(events)
+            await self._run_call(item, targets)
+        return self.chat_body()
+
+    async def after_turn(self, calls: list[dict]) -> dict | None:
+        """Run the turn's MCP calls; the next turn's chat body, or None when the run ends."""
+        new_items = self.translator.response["output"][self._turn_start:]
+        for item in calls:
+            await self._run_call(item, self.translator.options.mcp_tools)
+        if not calls or any(item["type"] in CLIENT_ITEMS for item in new_items):
+            return None
+        return self.chat_body()
+
+    def chat_body(self) -> dict:
+        output = self.translator.response["output"]
+        self._turn_start = len(output)
+        params = dict(self.job.request["params"])
+        params["tools"] = list(params.get("tools") or ()) + self.functions
+        if self.calls_made >= self.plan.max_calls:
+            params["tool_choice"] = "none"
+        return build_chat_request(
+            model=self.job.model, instructions=self.job.request.get("instructions"),
+            items=self.job.items + output, params=params, include=self.job.include,
+            max_tokens_param=settings.UPSTREAM_MAX_TOKENS_PARAM).body
+
+    async def _tools_of(self, label, server) -> list[dict]:
+        reused = self._listed_before(label)
+        if reused is not None:
+            return reused
+        events, item = self.translator.open_list_tools(label)
+        await self.emit(events)
+        if server.target is None:
+            error, tools = f"no MCP server is registered as '{label}'", None
+        else:
+            try:
+                tools, error = await client.list_tools(server.target, self.plan.limits), None
+            except McpFailure as failure:
+                log.warning("tools/list of MCP server %s failed: %s", label, failure.text)
+                tools, error = None, failure.text
+        if tools is not None:
+            tools = [t for t in tools if tool_allowed(t, server.allowed_tools)]
+        await self.emit(self.translator.list_tools_done(item, tools, error))
+        return tools or []
+
+    def _listed_before(self, label) -> list[dict] | None:
+        """The last successful listing of this server in the conversation, if any."""
+        for item in reversed(self.job.items):
+            if (item.get("type") == "mcp_list_tools" and item.get("server_label") == label
+                    and not item.get("error")):
+                return item.get("tools") or []
+        return None
+
+    def _approved_requests(self) -> list[dict]:
+        """Approval requests this response's input approves, not yet run."""
+        items = self.job.items
+        requests = {i["id"]: i for i in items if i.get("type") == "mcp_approval_request"}
+        called = {i.get("approval_request_id") for i in items if i.get("type") == "mcp_call"}
+        approved = []
+        for item in items[len(items) - self.job.input_count:]:
+            if (item.get("type") == "mcp_approval_response" and item.get("approve")
+                    and item["approval_request_id"] in requests
+                    and item["approval_request_id"] not in called):
+                approved.append(requests[item["approval_request_id"]])
+        return approved
+
+    async def _run_call(self, item: dict, targets: dict) -> None:
+        output, error = None, None
+        server = self.plan.servers.get(item["server_label"])
+        allowed = any(t.server_label == item["server_label"] and t.name == item["name"]
+                      for t in targets.values())
+        if server is None or server.target is None or not allowed:
+            error = client.protocol_error(
+                f"tool '{item['name']}' of '{item['server_label']}' is not available")
+        elif self.calls_made >= self.plan.max_calls:
+            error = client.protocol_error(
+                f"the response reached its limit of {self.plan.max_calls} MCP calls")
+        else:
+            self.calls_made += 1
+            try:
+                arguments = orjson.loads(item["arguments"] or "{}")
+                if not isinstance(arguments, dict):
+                    raise ValueError
+            except ValueError:
+                error = client.protocol_error("the arguments are not a JSON object", -32602)
+            else:
+                try:
+                    output = await client.call_tool(server.target, self.plan.limits,
+                                                    item["name"], arguments)
+                except McpFailure as failure:
+                    log.info("MCP call %s on %s failed: %s", item["name"], item["server_label"],
+                             failure.text)
+                    error = failure.error
+        await self.emit(self.translator.mcp_call_done(item, output, error))

@@ -1,0 +1,92 @@
+"""The pure translator across upstream turns (gateway-run MCP tools): a call to an MCP tool
+becomes an `mcp_call` (or an `mcp_approval_request`), output indexes continue over turns,
+usage adds up, and a run that fails with a call in flight closes it. No I/O here."""
+from responses_app.create_request import parse_create_request
+from responses_app.translation.resource import new_response_resource
+from responses_app.translation.sse import EventStamper
+from responses_app.translation.state_machine import (
+    McpToolTarget,
+    ResponseTranslator,
+    TranslatorOptions,
+)
+from tests.oracles import check_sse_stream
+from tests.test_state_machine import sequential_ids
+from tests.upstream_scenarios import CREATED, scenario_for
+
+MCP_TOOLS = {"demo__echo": McpToolTarget("demo", "echo", needs_approval=False),
+             "demo__sum": McpToolTarget("demo", "sum", needs_approval=True)}
+
+
+def translator():
+    params = parse_create_request({"model": "m", "input": "hi"}).params
+    response = new_response_resource(
+        response_id="resp_test", created_at=CREATED, model="m", params=params,
+        instructions=None, previous_response_id=None, store=True, background=False,
+        status="in_progress")
+    return ResponseTranslator(response, TranslatorOptions(
+        ids=sequential_ids(), now=lambda: CREATED, mcp_tools=MCP_TOOLS))
+
+
+def turn(model_input: str, messages=()):
+    body = {"messages": [*messages, {"role": "user", "content": model_input}]}
+    return scenario_for("fake-tool-caller", body).chunks
+
+
+def test_an_mcp_call_then_a_second_turn():
+    t, stamper = translator(), EventStamper()
+    raw = stamper.render(t.start())
+    for chunk in turn('call demo__echo {"text": "hi"}'):
+        raw += stamper.render(t.feed(chunk))
+    events, to_run = t.end_turn()
+    raw += stamper.render(events)
+    assert [item["id"] for item in to_run] == ["mcp_0"]
+    raw += stamper.render(t.mcp_call_done(to_run[0], output="echo: hi"))
+    for chunk in scenario_for("fake-tool-caller", {"messages": [
+            {"role": "tool", "content": "echo: hi"}]}).chunks:
+        raw += stamper.render(t.feed(chunk))
+    raw += stamper.render(t.finish())
+    events, final = check_sse_stream(raw + b"data: [DONE]\n\n")
+    assert [e["type"] for e in events] == [
+        "response.created", "response.in_progress",
+        "response.output_item.added", "response.mcp_call.in_progress",
+        "response.mcp_call_arguments.delta", "response.mcp_call_arguments.delta",
+        "response.mcp_call_arguments.done", "response.mcp_call.completed",
+        "response.output_item.done",
+        "response.output_item.added", "response.content_part.added",
+        "response.output_text.delta", "response.output_text.delta",
+        "response.output_text.done", "response.content_part.done",
+        "response.output_item.done", "response.completed"]
+    assert final["output"][0] == {
+        "id": "mcp_0", "type": "mcp_call", "status": "completed", "server_label": "demo",
+        "name": "echo", "arguments": '{"text": "hi"}', "approval_request_id": None,
+        "output": "echo: hi", "error": None}
+    assert final["usage"]["total_tokens"] == 2 * (12 + 2)
+
+
+def test_a_call_needing_approval_is_a_request_item_added_at_the_end_of_the_turn():
+    t, stamper = translator(), EventStamper()
+    raw = stamper.render(t.start())
+    for chunk in turn('call demo__sum {"a": 1, "b": 2}'):
+        raw += stamper.render(t.feed(chunk))
+    events, to_run = t.end_turn()
+    assert to_run == []
+    raw += stamper.render(events) + stamper.render(t.finish())
+    events, final = check_sse_stream(raw + b"data: [DONE]\n\n")
+    assert [e["type"] for e in events][2:] == [
+        "response.output_item.added", "response.output_item.done", "response.completed"]
+    assert final["output"] == [{"id": "mcpr_0", "type": "mcp_approval_request",
+                                "server_label": "demo", "name": "sum",
+                                "arguments": '{"a": 1, "b": 2}'}]
+
+
+def test_a_failure_with_a_call_in_flight_closes_it_incomplete():
+    t, stamper = translator(), EventStamper()
+    raw = stamper.render(t.start())
+    for chunk in turn('call demo__echo {"text": "hi"}'):
+        raw += stamper.render(t.feed(chunk))
+    events, _ = t.end_turn()
+    raw += stamper.render(events) + stamper.render(t.fail("server_error", "cancelled"))
+    events, final = check_sse_stream(raw + b"data: [DONE]\n\n")
+    assert events[-2]["type"] == "response.output_item.done"
+    assert final["output"][0]["status"] == "incomplete"
+    assert final["status"] == "failed"
