@@ -359,3 +359,23 @@ def test_approval_with_the_whole_history_and_store_false(api, demo):
     replay = api.post("/responses", json={"model": "fake-tool-caller", "tools": [tool],
                                           "store": False, "input": history})
     assert replay.status_code == 400
+
+
+def test_cancel_stops_a_tool_call_in_flight(api, demo):
+    from tests.invariants import check_cancelled_stream
+    from tests.test_e2e_durable import EventReader, wait_for
+
+    body = {"model": "fake-tool-caller", "tools": [mcp_tool(demo)], "background": True,
+            "stream": True, "input": 'call demo__sleep {"seconds": 30}'}
+    with api.stream("POST", "/responses", json=body) as response:
+        reader = EventReader(response)
+        reader.read_until(lambda e: e["type"] == "response.mcp_call_arguments.done")
+        wait_for(lambda: demo.stats["sleeping"] == 1, "the tool call to start")
+        response_id = reader.events[0]["response"]["id"]
+        cancelled = api.post(f"/responses/{response_id}/cancel").json()
+        events = reader.read_to_end()
+    assert cancelled["status"] == "cancelled"
+    output = check_cancelled_stream(events)
+    assert [(item["type"], item.get("status")) for item in output] == [
+        ("mcp_list_tools", None), ("mcp_call", "incomplete")]
+    assert cancelled["output"] == output
