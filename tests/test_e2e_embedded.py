@@ -79,3 +79,24 @@ def test_embedded_conversation_turns_and_deletion(embedded):
     assert embedded.delete(f"/responses/{first['id']}").status_code == 200
     assert embedded.delete(f"/conversations/{conversation['id']}").json()["deleted"] is True
     assert embedded.get(f"/conversations/{conversation['id']}/items").status_code == 404
+
+
+def test_embedded_background_resume_and_cancel(embedded, clean_upstream):
+    from tests.invariants import check_cancelled_stream
+    from tests.sse import parse_sse
+    from tests.test_e2e_durable import EventReader, deltas, wait_for
+
+    with embedded.stream("POST", "/responses", json={
+            "model": "bench-400-25", "input": "embedded cancel", "background": True,
+            "stream": True}) as response:
+        reader = EventReader(response)
+        reader.read_until(lambda e: len(deltas(reader.events)) >= 3)
+        response_id = reader.events[0]["response"]["id"]
+        cancelled = embedded.post(f"/responses/{response_id}/cancel").json()
+        events = reader.read_to_end()
+    assert cancelled["status"] == "cancelled"
+    assert cancelled["output"] == check_cancelled_stream(events)
+    resumed = parse_sse(embedded.get(f"/responses/{response_id}",
+                                     params={"stream": "true", "starting_after": 2}).content)
+    assert resumed.events == events[3:]
+    wait_for(lambda: clean_upstream.stats()["disconnects"] == 1, "the upstream to see the close")
