@@ -35,7 +35,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",  # the admin's; /v1 answers JSON (views)
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -200,3 +200,5 @@ LOGGING = {
     "loggers": {"responses_app": {"level": env.str("LOG_LEVEL", default="INFO")},
                 "mcp_tools": {"level": env.str("LOG_LEVEL", default="INFO")}},
 }
+
+CSRF_FAILURE_VIEW = "responses_app.views.csrf_failure"

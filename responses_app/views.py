@@ -2,14 +2,16 @@
 
 `POST /v1/responses` is served by the ASGI front (asgi_front.py); the rest are DRF views.
 """
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import models_catalog, selectors, services
-from .errors import APIError, NotFound
+from .errors import APIError, NotFound, error_response
 from .paging import page_params
 
 
+@csrf_exempt
 def create_response(request):
     """POST is served by the ASGI front (asgi_front.py); any other method lands here."""
     raise APIError(f"Method {request.method} is not allowed here.", status=405,
@@ -43,8 +45,18 @@ class ModelList(APIView):
         return Response({"object": "list", "data": models_catalog.list_models()})
 
 
+@csrf_exempt
 def not_found(request, *args, **kwargs):
     raise NotFound(f"Unknown route: {request.method} {request.path}.", code="unknown_route")
 
 
 
+
+
+def csrf_failure(request, reason=""):
+    """CSRF_FAILURE_VIEW: under /v1 (bearer keys, no cookies) an API error, never a page."""
+    if not request.path.startswith("/v1/"):
+        from django.views.csrf import csrf_failure as django_csrf_failure
+
+        return django_csrf_failure(request, reason)
+    return error_response(APIError(f"Forbidden: {reason}", status=403, code="forbidden"))

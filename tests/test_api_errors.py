@@ -128,8 +128,13 @@ def test_unknown_previous_response_is_400(client, key):
     ("get", "/v1/responses/resp_missing/input_items", 404, "not_found"),
     ("get", "/v1/responses", 405, "method_not_allowed"),
     ("put", "/v1/responses/resp_missing", 405, "method_not_allowed"),
+    ("post", "/v1/responses/resp_missing/cancel", 404, "not_found"),
+    ("patch", "/v1/nothing-here", 404, "unknown_route"),
 ])
-def test_routes_answer_json_errors(client, key, method, path, status, code):
+def test_routes_answer_json_errors(key, method, path, status, code):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)  # as a real server does: no CSRF page under /v1
     response = getattr(client, method)(path, HTTP_AUTHORIZATION=f"Bearer {key}")
     assert_error(response, status, code)
 
