@@ -14,6 +14,10 @@ import orjson
 from django.conf import settings
 from django.db import close_old_connections
 
+from accounting import ratelimit
+from observability.http import Exchange
+from observability.request_context import HEADER as REQUEST_ID_HEADER, bind_request_id
+
 from . import relay, services
 from .auth import resolve_api_key
 from .create_request import parse_create_request
@@ -62,24 +66,38 @@ def _with_db(function, *args):
 
 
 async def create_response(scope, receive, send):
+    exchange = Exchange("POST", _header(scope, REQUEST_ID_HEADER.encode()))
     try:
         body = await _read_body(scope, receive)
-        row_id, stream = await run_db(_create, _header(scope, b"authorization"), body)
+        row_id, stream = await run_db(_create, _header(scope, b"authorization"), body, exchange)
         reply = await (relay.stream_reply(row_id) if stream else relay.final_reply(row_id))
     except Exception as exc:  # every failure is an OpenAI-shaped JSON error
         reply = _reply_for(exc)
-    await send_reply(reply, receive, send)
-
-
-def _create(authorization, body):
-    principal = resolve_api_key(authorization)
+    reply.headers = [*reply.headers, *((k.encode(), v.encode())
+                                       for k, v in exchange.headers.items())]
     try:
-        payload = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise InvalidRequest(f"We could not parse the JSON body of your request: {exc}.",
-                             code="invalid_json") from None
-    create = parse_create_request(payload)
-    return services.response_create(principal.tenant, create).id, create.stream
+        await send_reply(reply, receive, send)
+    finally:
+        exchange.answered(HOT_PATH, HOT_PATH, reply.status)
+
+
+def _create(authorization, body, exchange):
+    bind_request_id(exchange.request_id)  # this database thread now logs for this request
+    principal = resolve_api_key(authorization)
+    admission = ratelimit.admit(principal, tokens=ratelimit.estimate_tokens(body), run=True)
+    exchange.headers.update(admission.headers)
+    try:
+        try:
+            payload = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise InvalidRequest(f"We could not parse the JSON body of your request: {exc}.",
+                                 code="invalid_json") from None
+        create = parse_create_request(payload)
+        context = {"request_id": exchange.request_id, **admission.run_context()}
+        return services.response_create(principal.tenant, create, context).id, create.stream
+    except BaseException:
+        ratelimit.cancel(admission)  # no run will settle it
+        raise
 
 
 def _reply_for(exc: Exception) -> relay.Reply:

@@ -4,12 +4,14 @@ A run is claimed with one conditional UPDATE (queued → in_progress), so a rede
 duplicated task never generates twice. The result is committed before the terminal
 event is published: a follow-up request made the instant it arrives finds it.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import orjson
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
+
+from accounting.usage import record_response_usage
 
 from ..history import chain_items
 from ..models import ResponseStatus, StoredResponse
@@ -33,6 +35,10 @@ class RunJob:
     resource: dict
     chat: ChatRequest
     include: list[str]
+    tenant_id: int = 0
+    model: str = ""
+    # request id and what the admission must settle (see accounting.ratelimit)
+    context: dict = field(default_factory=dict)
 
 
 def claim_run(response_id: str) -> RunJob | None:
@@ -54,7 +60,8 @@ def claim_run(response_id: str) -> RunJob | None:
         max_tokens_param=settings.UPSTREAM_MAX_TOKENS_PARAM,
     )
     return RunJob(response_id=response_id, store=bool(store), background=bool(background),
-                  resource=resource, chat=chat, include=request["include"])
+                  resource=resource, chat=chat, include=request["include"],
+                  tenant_id=tenant_id, model=model, context=request.get("context") or {})
 
 
 def _json(value):
@@ -62,8 +69,12 @@ def _json(value):
     return orjson.loads(value) if isinstance(value, str | bytes) else value
 
 
+@transaction.atomic
 def store_result(job: RunJob, resource: dict) -> None:
-    """Commit the finished response (or forget it, for store=false)."""
+    """Commit the finished response (or forget it, for store=false) and its usage."""
+    record_response_usage(response_id=job.response_id, tenant_id=job.tenant_id,
+                          api_key_id=job.context.get("api_key_id"), model=job.model,
+                          resource=resource)
     if not job.store:
         StoredResponse.objects.filter(id=job.response_id).delete()
         return

@@ -5,6 +5,7 @@ store the result, then publish the terminal event.
 database work itself; the streaming part runs on the shared run loop.
 """
 import logging
+import time
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -18,6 +19,7 @@ from ..reasoning_token import seal
 from ..translation.sse import EventStamper
 from ..translation.state_machine import ResponseTranslator, TranslatorOptions
 from . import loop, result_store
+from .run_observer import observed_run
 from .upstream import UpstreamRejected, UpstreamStreamFailed, UpstreamTarget, open_chat_stream
 
 log = logging.getLogger(__name__)
@@ -37,6 +39,7 @@ class Generated:
     rejected: UpstreamRejected | None = None
     fenced: bool = False
     writer: object = None
+    first_delta_at: float | None = None  # time.monotonic() when the first delta went out
 
 
 def execute_run(response_id: str) -> None:
@@ -44,24 +47,31 @@ def execute_run(response_id: str) -> None:
     if job is None:
         log.info("run %s already claimed or gone", response_id)
         return
+    with observed_run(job) as run:  # request id in logs; limits and metrics when it ends
+        _run_claimed(job, run)
+
+
+def _run_claimed(job, run) -> None:
     connection.close()  # back to the pool while streaming; runs outnumber connections
-    generated = loop.run(_generate(job))
+    generated = run.generated = loop.run(_generate(job))
     writer = generated.writer
     if generated.fenced:
         return
     if generated.rejected is not None:
         result_store.discard_unstarted(job)
+        run.ended()
         rejected = generated.rejected
         loop.run(writer.append(error_entry(rejected.status, rejected.body, rejected.headers)))
         return
     try:
         result_store.store_result(job, generated.resource)
     except Exception:
-        log.exception("storing %s failed", response_id)
+        log.exception("storing %s failed", job.response_id)
         generated.resource["status"] = "failed"
         generated.resource["error"] = {"code": "server_error",
                                        "message": "The response could not be stored."}
         generated.closing[-1] = {"type": "response.failed", "response": generated.resource}
+    run.ended()  # before the terminal event: a follow-up finds its slot free
     data = generated.stamper.render(generated.closing)
     last = generated.stamper.next_sequence_number - 1
     loop.run(writer.append(Entry(last - len(generated.closing) + 1, last, data, end=True)))
@@ -100,7 +110,8 @@ async def _generate(job) -> Generated:
                 first = stamper.next_sequence_number
                 data = stamper.render(events)
                 urgent = not first_delta_sent and any(e["type"] in DELTA_EVENTS for e in events)
-                first_delta_sent = first_delta_sent or urgent
+                if urgent:
+                    first_delta_sent, result.first_delta_at = True, time.monotonic()
                 await writer.append(Entry(first, stamper.next_sequence_number - 1, data),
                                     urgent=urgent)
             result.closing = translator.finish()
