@@ -89,14 +89,23 @@ class Deployment:
             cwd=ROOT, env=self.env, stdout=web_log.open("w"), stderr=subprocess.STDOUT,
         )
         if self.with_worker:
-            worker_log = self.workdir / f"worker-{self._starts}.log"
-            self.worker = subprocess.Popen(
-                [str(BIN / "celery"), "-A", "gateway", "worker", "-l", "warning",
-                 "--concurrency", "20", "--without-heartbeat", "--without-gossip",
-                 "--without-mingle"],
-                cwd=ROOT, env=self.env, stdout=worker_log.open("w"), stderr=subprocess.STDOUT,
-            )
+            self.start_worker()
         wait_for_port(self.port, self.web, web_log)
+
+    def start_worker(self) -> None:
+        worker_log = self.workdir / f"worker-{self._starts}-{os.urandom(2).hex()}.log"
+        self.worker = subprocess.Popen(
+            [str(BIN / "celery"), "-A", "gateway", "worker", "-l", "warning",
+             "--concurrency", "20", "--without-heartbeat", "--without-gossip",
+             "--without-mingle"],
+            cwd=ROOT, env=self.env, stdout=worker_log.open("w"), stderr=subprocess.STDOUT,
+        )
+
+    def stop_worker(self) -> None:
+        """Stop the worker gracefully (SIGTERM: it finishes its runs and says goodbye)."""
+        self.worker.send_signal(signal.SIGTERM)
+        self.worker.wait(timeout=15)
+        self.worker = None
 
     def stop(self) -> None:
         for process in (self.web, self.worker):

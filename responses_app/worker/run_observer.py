@@ -1,6 +1,6 @@
 """Around one run: its request id on every log line; when its result is stored, the
-settlement of its admission (real tokens for the estimate, its slot released); when it is
-over, its metrics and a log line.
+settlement of its admission (real tokens for the estimate, its slot released), its
+metrics and a log line.
 
 The usage itself is written by the result store, with the response. A run that ends
 without reaching the store path (fenced, crashed) is settled on the way out.
@@ -26,17 +26,17 @@ class ObservedRun:
         self.settled = False
 
     def ended(self) -> None:
-        """The run's result is stored: settle its admission (call before the terminal
-        event is published, so a follow-up request finds the slot free)."""
-        self.settle()
-
-    def settle(self) -> None:
+        """The run's result is stored: settle its admission and record it (before the
+        terminal event is published, so a follow-up request finds its slot free and a
+        scrape after it sees the run)."""
         if self.settled:
             return
         self.settled = True
-        usage = self.outcome()[1].get("usage") or {}
+        status, resource, error_code = self.outcome()
+        usage = resource.get("usage") or {}
         used = (usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0)
         ratelimit.settle(self.job.tenant_id, self.job.context, used)
+        _observe(self, status, resource, error_code)
 
     def outcome(self) -> tuple[str, dict, str | None]:
         """(status label, final response object or {}, upstream error code or None)."""
@@ -59,15 +59,13 @@ def observed_run(job):
     try:
         yield run
     finally:
-        run.settle()  # if the run ended without saying so (fenced, crashed)
-        _observe(run)
+        run.ended()  # if it ended without reaching the store path (fenced, crashed)
         bind_request_id(None)
 
 
-def _observe(run: ObservedRun) -> None:
+def _observe(run: ObservedRun, status: str, resource: dict, error_code: str | None) -> None:
     job = run.job
     duration = time.monotonic() - run.started
-    status, resource, error_code = run.outcome()
     usage = resource.get("usage") or {}
     metrics.RUN_DURATION.labels(status).observe(duration)
     first_delta_at = getattr(run.generated, "first_delta_at", None)
