@@ -9,8 +9,9 @@ One service for both fronts (the ASGI front's POST /v1/responses and the DRF vie
   slot; when the run ends the worker settles it: the estimate is replaced by the real
   usage (the buckets get the difference) and the slot is released. A slot whose worker
   died lapses after its lease (the run deadline plus a margin);
-- the monthly token budget of the tenant is checked at admission against the tokens used
-  this month (real usage only, added when runs end; runs in flight may overshoot it).
+- the monthly token budget of the tenant is checked when a run is admitted, against the
+  tokens used this month (real usage only, added when runs end: runs in flight may
+  overshoot it).
 
 Each check is one atomic call of the limiter: a Redis script, or its in-process twin in
 the embedded mode. Limits come from `limits.limits_for` (no query per request).
@@ -91,15 +92,16 @@ def admit(principal, *, tokens: int = 0, run: bool = False) -> Admission:
         return Admission(tenant_id, api_key_id, {})
     slot = secrets.token_hex(8) if run and (limits.concurrent_runs or limits.key_concurrent_runs) \
         else None
-    kinds, plan = _admission_plan(tenant_id, api_key_id, limits, tokens if run else 0, slot, -1)
+    tokens = tokens if run else 0
+    kinds, plan = _admission_plan(tenant_id, api_key_id, limits, tokens, run, slot, -1)
     verdict = _call(limiter().admit, plan)
     if verdict.verdict == "seed":
-        plan = _admission_plan(tenant_id, api_key_id, limits, tokens if run else 0, slot,
+        plan = _admission_plan(tenant_id, api_key_id, limits, tokens, run, slot,
                                month_tokens(tenant_id))[1]
         verdict = _call(limiter().admit, plan)
     headers = _headers(kinds, plan.buckets, verdict.states)
     if verdict.verdict == "ok":
-        return Admission(tenant_id, api_key_id, headers, slot, tokens if run else 0, True)
+        return Admission(tenant_id, api_key_id, headers, slot, tokens, True)
     raise _refusal(verdict, kinds, plan, limits, headers)
 
 
@@ -139,7 +141,7 @@ def month_tokens(tenant_id: int) -> int:
     return (totals["input"] or 0) + (totals["output"] or 0)
 
 
-def _admission_plan(tenant_id, api_key_id, limits: Limits, tokens, slot, quota_seed):
+def _admission_plan(tenant_id, api_key_id, limits: Limits, tokens, run, slot, quota_seed):
     candidates = [
         ("requests", _key("k", api_key_id, "requests"), limits.key_requests_per_minute, 1),
         ("requests", _key("t", tenant_id, "requests"), limits.requests_per_minute, 1),
@@ -155,7 +157,8 @@ def _admission_plan(tenant_id, api_key_id, limits: Limits, tokens, slot, quota_s
                    * 1000)
     return kinds, AdmissionPlan(
         buckets=buckets, run_sets=run_sets, quota_key=_quota_key(tenant_id),
-        budget=limits.monthly_token_budget, quota_seed=quota_seed, slot=slot,
+        # the budget stops new runs only: a tenant over it still reads its responses
+        budget=limits.monthly_token_budget if run else 0, quota_seed=quota_seed, slot=slot,
         lease_ms=lease_ms, quota_ttl_ms=QUOTA_TTL_MS)
 
 
