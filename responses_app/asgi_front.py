@@ -26,6 +26,7 @@ from .errors import BodyTooLarge, InvalidRequest, ServerError, as_api_error, err
 log = logging.getLogger(__name__)
 
 HOT_PATH = "/v1/responses"
+HOT_ROUTE = "v1/responses"  # its route label in metrics, as Django names its URL pattern
 
 
 def route_hot_paths(django_app):
@@ -78,7 +79,7 @@ async def create_response(scope, receive, send):
     try:
         await send_reply(reply, receive, send)
     finally:
-        exchange.answered(HOT_PATH, HOT_PATH, reply.status)
+        exchange.answered(HOT_ROUTE, HOT_PATH, reply.status)
 
 
 def _create(authorization, body, exchange):
