@@ -14,6 +14,7 @@ import pytest
 from tests.conftest import production_deployment
 from tests.oracles import check_sse_stream
 from tests.servers import SPARE_REDIS_DB
+from tests.tenants import provision
 
 RATE_HEADERS = ["x-ratelimit-limit-requests", "x-ratelimit-remaining-requests",
                 "x-ratelimit-reset-requests", "x-ratelimit-limit-tokens",
@@ -21,18 +22,31 @@ RATE_HEADERS = ["x-ratelimit-limit-requests", "x-ratelimit-remaining-requests",
 DURATION = re.compile(r"\d+ms|(\d+m)?\d+(\.\d+)?s")
 
 
+# Each test has its own tenant (and limits): {name: (number of keys, limits)}
+TENANTS = {
+    "rpm": (1, {"requests_per_minute": 5}),
+    "runs": (1, {"concurrent_runs": 3}),
+    "scopes": (2, {"requests_per_minute": 3, "key_requests_per_minute": 2}),
+    "tpm": (1, {"tokens_per_minute": 60}),
+    "quota": (1, {"monthly_token_budget": 40}),
+    "headers": (1, {"requests_per_minute": 1000, "tokens_per_minute": 100_000}),
+    "ledger": (1, {}),
+    "bystander": (1, {}),
+    "ranges": (1, {}),
+}
+
+
 @pytest.fixture(scope="module")
 def deployment(upstream, tmp_path_factory):
     with production_deployment(upstream, tmp_path_factory, "limits", SPARE_REDIS_DB) as deployment:
+        deployment.keys = provision(deployment, {
+            name: {"keys": keys, "limits": limits} for name, (keys, limits) in TENANTS.items()})
         yield deployment
 
 
-def tenant(deployment, name: str, *limits: str, keys: int = 1) -> list[str]:
-    """A new tenant with these limit options (`--requests-per-minute`, `5`, …); its keys."""
-    minted = [deployment.new_api_key(name) for _ in range(keys)]
-    if limits:
-        deployment.manage("set_limits", name, *limits)
-    return minted
+def tenant(deployment, name: str) -> list[str]:
+    """The API keys of tenant `name` (see TENANTS)."""
+    return deployment.keys[name]
 
 
 def client(deployment, key: str) -> httpx.Client:
@@ -59,7 +73,7 @@ def error_of(response: httpx.Response) -> dict:
 
 
 def test_exactly_the_allowed_requests_per_minute_pass(deployment):
-    [key] = tenant(deployment, "rpm", "--requests-per-minute", "5")
+    [key] = tenant(deployment, "rpm")
     with client(deployment, key) as api:
         responses = simultaneously(api, [{"model": "fake-text", "input": "hi"}] * 12)
     assert sorted(r.status_code for r in responses) == [200] * 5 + [429] * 7
@@ -75,7 +89,7 @@ def test_exactly_the_allowed_requests_per_minute_pass(deployment):
 
 
 def test_exactly_the_allowed_concurrent_runs_pass_and_their_slots_come_back(deployment):
-    [key] = tenant(deployment, "runs", "--concurrent-runs", "3")
+    [key] = tenant(deployment, "runs")
     with client(deployment, key) as api:
         # each run waits 4 s for the upstream's first byte: all 8 are admitted meanwhile
         responses = simultaneously(api, [{"model": "fake-slow-4000", "input": "hi"}] * 8)
@@ -91,8 +105,7 @@ def test_exactly_the_allowed_concurrent_runs_pass_and_their_slots_come_back(depl
 
 
 def test_key_and_tenant_limits_both_hold(deployment):
-    first, second = tenant(deployment, "scopes", "--requests-per-minute", "3",
-                           "--key-requests-per-minute", "2", keys=2)
+    first, second = tenant(deployment, "scopes")
     with client(deployment, first) as api:
         statuses = [api.get("/responses/resp_unknown").status_code for _ in range(3)]
         assert statuses == [404, 404, 429]  # the key's limit: 2
@@ -112,7 +125,7 @@ def sized_body(size: int, model: str = "fake-text") -> bytes:
 
 
 def test_tokens_per_minute_charge_an_estimate_then_the_real_usage(deployment):
-    [key] = tenant(deployment, "tpm", "--tokens-per-minute", "60")
+    [key] = tenant(deployment, "tpm")
     post = {"headers": {"content-type": "application/json"}, "content": sized_body(160)}
     with client(deployment, key) as api:
         # 160 bytes: 40 tokens charged at admission; fake-text really uses 12 + 5 = 17
@@ -138,7 +151,7 @@ def test_tokens_per_minute_charge_an_estimate_then_the_real_usage(deployment):
 
 
 def test_a_spent_monthly_budget_is_insufficient_quota_for_runs_only(deployment):
-    [key] = tenant(deployment, "quota", "--monthly-token-budget", "40")
+    [key] = tenant(deployment, "quota")
     with client(deployment, key) as api:
         statuses = [api.post("/responses", json={"model": "fake-text", "input": "hi"})
                     for _ in range(4)]
@@ -166,8 +179,7 @@ def assert_rate_headers(response: httpx.Response, requests_limit: str, tokens_li
 
 
 def test_every_v1_answer_carries_the_rate_limit_headers(deployment):
-    [key] = tenant(deployment, "headers", "--requests-per-minute", "1000",
-                   "--tokens-per-minute", "100000")
+    [key] = tenant(deployment, "headers")
     with client(deployment, key) as api:
         with api.stream("POST", "/responses", json={"model": "fake-text", "input": "hi",
                                                     "stream": True}) as stream:
@@ -247,7 +259,7 @@ def test_usage_totals_equal_the_sum_of_the_stored_responses(deployment):
     ("start=2024-01-01&end=2026-01-01", "end"),
 ])
 def test_bad_usage_ranges_are_400(deployment, query, param):
-    [key] = tenant(deployment, f"ranges-{param}-{len(query)}")
+    [key] = tenant(deployment, "ranges")
     with client(deployment, key) as api:
         response = api.get(f"/usage?{query}")
     assert response.status_code == 400

@@ -17,6 +17,7 @@ from tests.invariants import check_stream
 from tests.oracles import check_sse_stream
 from tests.servers import Deployment, free_port
 from tests.sse import parse_sse
+from tests.tenants import provision
 
 POLL_SECONDS = 30
 
@@ -71,10 +72,10 @@ def stack(upstream, tmp_path_factory):
                                    REDIS_URL=redis_server.url, LOG_LEVEL="INFO",
                                    PROMETHEUS_MULTIPROC_DIR=str(metrics_dir),
                                    WORKER_HEARTBEAT_SECONDS="0.5") as deployment:
-            key = deployment.new_api_key("watched")
-            limited_key = deployment.new_api_key("limited")
-            deployment.manage("set_limits", "limited", "--requests-per-minute", "1000")
-            yield deployment, redis_server, key, limited_key
+            keys = provision(deployment, {
+                "watched": {"keys": 1, "limits": {}},
+                "limited": {"keys": 1, "limits": {"requests_per_minute": 1000}}})
+            yield deployment, redis_server, keys["watched"][0], keys["limited"][0]
 
 
 @pytest.fixture
@@ -229,7 +230,7 @@ def test_the_embedded_mode_limits_and_reports_without_redis(upstream, tmp_path_f
         "TENANT_REQUESTS_PER_MINUTE": "2", "LOG_LEVEL": "WARNING",
     }, worker=False)
     deployment.manage("migrate", "-v0")
-    key = deployment.new_api_key("solo")
+    [key] = provision(deployment, {"solo": {"keys": 1, "limits": {}}})["solo"]
     deployment.start()
     try:
         with httpx.Client(base_url=deployment.base_url, timeout=30,
