@@ -26,6 +26,7 @@ from django.conf import settings
 from django.db.models import Sum
 from redis.exceptions import RedisError
 
+from observability.metrics import RATE_LIMITED
 from responses_app.errors import APIError, ServiceUnavailable
 
 from .limiter_plan import AdmissionPlan, Bucket, RunSet, Settlement
@@ -102,7 +103,9 @@ def admit(principal, *, tokens: int = 0, run: bool = False) -> Admission:
     headers = _headers(kinds, plan.buckets, verdict.states)
     if verdict.verdict == "ok":
         return Admission(tenant_id, api_key_id, headers, slot, tokens, True)
-    raise _refusal(verdict, kinds, plan, limits, headers)
+    refusal = _refusal(verdict, kinds, plan, limits, headers)
+    RATE_LIMITED.labels(refusal.code).inc()
+    raise refusal
 
 
 def settle(tenant_id: int, context: dict, used_tokens: int) -> None:

@@ -85,10 +85,10 @@ def forget_dead_processes() -> None:
     from prometheus_client import multiprocess
 
     for name in os.listdir(directory):
-        if name.startswith("gauge_live") and name.endswith(".db"):
-            pid = int(name.rsplit("_", 1)[1][:-3])
-            if not _alive(pid):
-                multiprocess.mark_process_dead(pid, directory)
+        pid = name.rsplit("_", 1)[-1][:-3]
+        if name.startswith("gauge_live") and name.endswith(".db") and pid.isdigit():
+            if not _alive(int(pid)):
+                multiprocess.mark_process_dead(int(pid), directory)
 
 
 def _alive(pid: int) -> bool:

@@ -247,5 +247,6 @@ def test_the_embedded_mode_limits_and_reports_without_redis(upstream, tmp_path_f
         assert delta({}, samples, "gateway_http_requests_total", route="v1/responses",
                      method="POST", status="429") == 1
         assert delta({}, samples, "gateway_run_duration_seconds_count", status="completed") == 2
+        assert delta({}, samples, "gateway_rate_limited_total", code="rate_limit_exceeded") == 1
     finally:
         deployment.stop()
