@@ -31,7 +31,19 @@ class TenantLimits(models.Model):
         return f"limits of {self.tenant}"
 
 
-class ResponseUsage(models.Model):
+class TokenCounts(models.Model):
+    """The token counts that usage rows add up."""
+
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    cached_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    reasoning_tokens = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+
+class ResponseUsage(TokenCounts):
     """The tokens one response used, written once when its run ends."""
 
     response_id = models.CharField(max_length=64, unique=True)
@@ -39,10 +51,6 @@ class ResponseUsage(models.Model):
     api_key_id = models.BigIntegerField(null=True, blank=True)
     model = models.CharField(max_length=200)
     status = models.CharField(max_length=16)
-    input_tokens = models.PositiveBigIntegerField(default=0)
-    cached_tokens = models.PositiveBigIntegerField(default=0)
-    output_tokens = models.PositiveBigIntegerField(default=0)
-    reasoning_tokens = models.PositiveBigIntegerField(default=0)
     recorded_at = models.DateTimeField()
 
     class Meta:
@@ -52,17 +60,13 @@ class ResponseUsage(models.Model):
         return self.response_id
 
 
-class DailyUsage(models.Model):
+class DailyUsage(TokenCounts):
     """Usage of one tenant on one UTC day with one model: sums of its ResponseUsage rows."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="daily_usage")
     day = models.DateField()
     model = models.CharField(max_length=200)
     requests = models.PositiveBigIntegerField(default=0)
-    input_tokens = models.PositiveBigIntegerField(default=0)
-    cached_tokens = models.PositiveBigIntegerField(default=0)
-    output_tokens = models.PositiveBigIntegerField(default=0)
-    reasoning_tokens = models.PositiveBigIntegerField(default=0)
 
     class Meta:
         verbose_name_plural = "daily usage"
