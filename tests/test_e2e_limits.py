@@ -1,4 +1,4 @@
-"""Rate limits, quotas and usage on a real deployment (Daphne, Celery, Postgres, Redis):
+"""Rate limits, quotas and usage on the shared deployment (Daphne, Celery, Postgres, Redis):
 many simultaneous requests and exactly the allowed number pass; every /v1 answer carries
 the rate-limit headers; the usage rollup equals the sum of the stored responses."""
 import re
@@ -11,10 +11,8 @@ import httpx
 import orjson
 import pytest
 
-from tests.conftest import production_deployment
 from tests.oracles import check_sse_stream
-from tests.servers import SPARE_REDIS_DB
-from tests.tenants import provision
+from tests.deployment_setup import provision, wait_for_readiness
 
 RATE_HEADERS = ["x-ratelimit-limit-requests", "x-ratelimit-remaining-requests",
                 "x-ratelimit-reset-requests", "x-ratelimit-limit-tokens",
@@ -37,16 +35,18 @@ TENANTS = {
 
 
 @pytest.fixture(scope="module")
-def deployment(upstream, tmp_path_factory):
-    with production_deployment(upstream, tmp_path_factory, "limits", SPARE_REDIS_DB) as deployment:
-        deployment.keys = provision(deployment, {
-            name: {"keys": keys, "limits": limits} for name, (keys, limits) in TENANTS.items()})
-        yield deployment
+def deployment(production):
+    """The shared deployment: these tenants' limits touch no other tenant."""
+    production.limit_test_keys = provision(production, {
+        f"limits-{name}": {"keys": keys, "limits": limits}
+        for name, (keys, limits) in TENANTS.items()})
+    assert wait_for_readiness(production).status_code == 200
+    return production
 
 
 def tenant(deployment, name: str) -> list[str]:
     """The API keys of tenant `name` (see TENANTS)."""
-    return deployment.keys[name]
+    return deployment.limit_test_keys[f"limits-{name}"]
 
 
 def client(deployment, key: str) -> httpx.Client:

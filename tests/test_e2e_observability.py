@@ -17,7 +17,7 @@ from tests.invariants import check_stream
 from tests.oracles import check_sse_stream
 from tests.servers import Deployment, free_port
 from tests.sse import parse_sse
-from tests.tenants import provision
+from tests.deployment_setup import provision, readyz, wait_for_readiness
 
 POLL_SECONDS = 30
 
@@ -75,6 +75,7 @@ def stack(upstream, tmp_path_factory):
             keys = provision(deployment, {
                 "watched": {"keys": 1, "limits": {}},
                 "limited": {"keys": 1, "limits": {"requests_per_minute": 1000}}})
+            assert wait_for_readiness(deployment).status_code == 200
             yield deployment, redis_server, keys["watched"][0], keys["limited"][0]
 
 
@@ -88,20 +89,6 @@ def api(stack):
 
 def root(deployment: Deployment) -> str:
     return deployment.base_url.removesuffix("/v1")
-
-
-def ready(deployment) -> httpx.Response:
-    return httpx.get(root(deployment) + "/readyz", timeout=10)
-
-
-def wait_for_readiness(deployment, status: int) -> httpx.Response:
-    """Poll /readyz (bounded) until it answers `status`."""
-    deadline = time.monotonic() + POLL_SECONDS
-    while True:
-        response = ready(deployment)
-        if response.status_code == status or time.monotonic() > deadline:
-            return response
-        time.sleep(0.2)
 
 
 def scrape(deployment) -> dict:
@@ -177,12 +164,12 @@ def test_the_request_id_follows_a_run_from_web_to_worker(stack, api):
 
 def test_readyz_goes_red_without_a_worker_and_green_again(stack):
     deployment, _, _, _ = stack
-    green = ready(deployment)
+    green = readyz(deployment)
     assert green.status_code == 200
     assert green.json() == {"status": "ready", "checks": {
         "database": {"ok": True}, "redis": {"ok": True}, "workers": {"ok": True, "live": 1}}}
     deployment.stop_worker()
-    red = ready(deployment)
+    red = readyz(deployment)
     assert red.status_code == 503
     assert red.json()["checks"]["workers"] == {"ok": False, "live": 0,
                                                "detail": "no worker heartbeat"}
@@ -194,7 +181,7 @@ def test_readyz_goes_red_without_redis_and_green_again(stack, api):
     deployment, redis_server, _, limited_key = stack
     redis_server.stop()
     try:
-        red = ready(deployment)
+        red = readyz(deployment)
         assert red.status_code == 503
         checks = red.json()["checks"]
         assert checks["database"] == {"ok": True}
@@ -239,7 +226,7 @@ def test_the_embedded_mode_limits_and_reports_without_redis(upstream, tmp_path_f
                        for _ in range(3)]
         assert [a.status_code for a in answers] == [200, 200, 429]
         assert [a.headers["x-ratelimit-limit-requests"] for a in answers] == ["2"] * 3
-        assert ready(deployment).json() == {"status": "ready", "checks": {
+        assert readyz(deployment).json() == {"status": "ready", "checks": {
             "database": {"ok": True},
             "redis": {"ok": True, "detail": "not used (embedded mode)"},
             "workers": {"ok": True, "detail": "in-process (embedded mode)"}}}
