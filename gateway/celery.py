@@ -2,7 +2,7 @@
 import os
 
 from celery import Celery
-from celery.signals import worker_init
+from celery.signals import worker_init, worker_shutdown
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
 
@@ -20,3 +20,14 @@ def start_worker_heartbeat(**_):
 
     heartbeats().beat()
     watchdog.start_background_thread(beat=True)
+
+
+@worker_shutdown.connect
+def forget_worker_heartbeat(**_):
+    """A worker stopping cleanly is gone at once for readiness, not after its TTL."""
+    from responses_app.worker.heartbeat import heartbeats
+
+    try:
+        heartbeats().forget()
+    except Exception:  # Redis away: the key expires by itself
+        pass

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import environ
 
+from observability.logs import logging_config
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 
@@ -28,9 +30,12 @@ INSTALLED_APPS = [
     "rest_framework",
     "responses_app",
     "mcp_tools",
+    "accounting",
+    "observability",
 ]
 
 MIDDLEWARE = [
+    "observability.http.exchange_middleware",
     "responses_app.middleware.ApiErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -108,6 +113,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "responses_app.errors.drf_exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["accounting.throttle.RateLimitThrottle"],
     "UNAUTHENTICATED_USER": None,
 }
 
@@ -191,14 +197,23 @@ CELERY_BEAT_SCHEDULE = {
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="WARNING")},
-    "loggers": {"responses_app": {"level": env.str("LOG_LEVEL", default="INFO")},
-                "mcp_tools": {"level": env.str("LOG_LEVEL", default="INFO")}},
+# --- limits, quotas, observability ---------------------------------------------------------
+# Deployment defaults of the limits (0: unlimited); per-tenant overrides live in the database
+# (admin, or `manage.py set_limits`). Per minute and per API key or per tenant.
+DEFAULT_LIMITS = {
+    "requests_per_minute": env.int("TENANT_REQUESTS_PER_MINUTE", default=0),
+    "tokens_per_minute": env.int("TENANT_TOKENS_PER_MINUTE", default=0),
+    "concurrent_runs": env.int("TENANT_CONCURRENT_RUNS", default=0),
+    "key_requests_per_minute": env.int("KEY_REQUESTS_PER_MINUTE", default=0),
+    "key_tokens_per_minute": env.int("KEY_TOKENS_PER_MINUTE", default=0),
+    "key_concurrent_runs": env.int("KEY_CONCURRENT_RUNS", default=0),
+    "monthly_token_budget": env.int("TENANT_MONTHLY_TOKEN_BUDGET", default=0),
 }
+# A concurrent-run slot whose worker died lapses after the run deadline plus this margin.
+RUN_SLOT_LEASE_MARGIN_SECONDS = env.int("RUN_SLOT_LEASE_MARGIN_SECONDS", default=120)
+
+LOGGING = logging_config(level=env.str("LOG_LEVEL", default="INFO"),
+                         library_level=env.str("LIBRARY_LOG_LEVEL", default="WARNING"),
+                         json=env.str("LOG_FORMAT", default="json") == "json")
 
 CSRF_FAILURE_VIEW = "responses_app.views.csrf_failure"

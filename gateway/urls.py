@@ -1,8 +1,12 @@
-"""Top-level routes: the /v1 API and the admin."""
+"""Top-level routes: the /v1 API, usage, the operational probes and metrics, the admin."""
 from django.contrib import admin
 from django.urls import include, path
 
+from accounting.views import UsageView
+
 urlpatterns = [
+    path("v1/usage", UsageView.as_view()),
     path("v1/", include("responses_app.urls")),
+    path("", include("observability.urls")),
     path("admin/", admin.site.urls),
 ]

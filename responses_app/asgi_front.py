@@ -18,6 +18,10 @@ import orjson
 from django.conf import settings
 from django.db import close_old_connections
 
+from accounting import ratelimit
+from observability.http import Exchange
+from observability.request_context import HEADER as REQUEST_ID_HEADER, bind_request_id
+
 from . import relay, services
 from .auth import resolve_api_key
 from .create_request import parse_create_request
@@ -30,7 +34,9 @@ from .models import TERMINAL_STATUSES, StoredResponse
 log = logging.getLogger(__name__)
 
 HOT_PATH = "/v1/responses"
+HOT_ROUTE = "v1/responses"  # its route label in metrics, as Django names its URL pattern
 RESPONSE_PATH = re.compile(r"^/v1/responses/([^/]+)$")
+RESPONSE_ROUTE = "v1/responses/<str:response_id>"
 # A run that ended this recently may not have published its end yet: follow, don't refuse.
 JUST_ENDED_SECONDS = 10
 
@@ -78,9 +84,10 @@ def _with_db(function, *args):
 
 
 async def create_response(scope, receive, send):
+    exchange = Exchange("POST", _header(scope, REQUEST_ID_HEADER.encode()))
     try:
         body = await _read_body(scope, receive)
-        row, create = await run_db(_create, _header(scope, b"authorization"), body)
+        row, create = await run_db(_create, _header(scope, b"authorization"), body, exchange)
         if create.background:
             reply = (await relay.resume_reply(row.id, -1) if create.stream
                      else relay.json_reply(200, row.resource))
@@ -91,23 +98,37 @@ async def create_response(scope, receive, send):
             if reply is None:  # the client left while the run went on
                 if not create.store:
                     await _cancel(row.id)
+                exchange.answered(HOT_ROUTE, HOT_PATH, 499)  # nginx's "client closed"
                 return
         if not create.store:
             reply.on_disconnect = lambda: _cancel(row.id)
     except Exception as exc:  # every failure is an OpenAI-shaped JSON error
         reply = _reply_for(exc)
-    await send_reply(reply, receive, send)
-
-
-def _create(authorization, body):
-    principal = resolve_api_key(authorization)
+    reply.headers = [*reply.headers, *((k.encode(), v.encode())
+                                       for k, v in exchange.headers.items())]
     try:
-        payload = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise InvalidRequest(f"We could not parse the JSON body of your request: {exc}.",
-                             code="invalid_json") from None
-    create = parse_create_request(payload)
-    return services.response_create(principal.tenant, create), create
+        await send_reply(reply, receive, send)
+    finally:
+        exchange.answered(HOT_ROUTE, HOT_PATH, reply.status)
+
+
+def _create(authorization, body, exchange):
+    bind_request_id(exchange.request_id)  # this database thread now logs for this request
+    principal = resolve_api_key(authorization)
+    admission = ratelimit.admit(principal, tokens=ratelimit.estimate_tokens(body), run=True)
+    exchange.headers.update(admission.headers)
+    try:
+        try:
+            payload = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise InvalidRequest(f"We could not parse the JSON body of your request: {exc}.",
+                                 code="invalid_json") from None
+        create = parse_create_request(payload)
+        context = {"request_id": exchange.request_id, **admission.run_context()}
+        return services.response_create(principal.tenant, create, context), create
+    except BaseException:
+        ratelimit.cancel(admission)  # no run will settle it
+        raise
 
 
 async def _cancel(response_id: str) -> None:
@@ -139,10 +160,11 @@ async def _unless_disconnected(awaitable, receive):
 
 async def resume_response(scope, receive, send, response_id: str, query: dict):
     """`GET /v1/responses/{id}?stream=true[&starting_after=N]`: replay, then follow."""
+    exchange = Exchange("GET", _header(scope, REQUEST_ID_HEADER.encode()))
     try:
         after = _starting_after(query)
         status, completed_at = await run_db(_resume_check, _header(scope, b"authorization"),
-                                            response_id)
+                                            response_id, exchange)
         just_ended = min(JUST_ENDED_SECONDS, settings.EVENT_RETENTION_SECONDS / 2)
         ended_long_ago = (status in TERMINAL_STATUSES
                           and time.time() - completed_at > just_ended)
@@ -154,7 +176,12 @@ async def resume_response(scope, receive, send, response_id: str, query: dict):
         reply = await relay.resume_reply(response_id, after)
     except Exception as exc:
         reply = _reply_for(exc)
-    await send_reply(reply, receive, send)
+    reply.headers = [*reply.headers, *((k.encode(), v.encode())
+                                       for k, v in exchange.headers.items())]
+    try:
+        await send_reply(reply, receive, send)
+    finally:
+        exchange.answered(RESPONSE_ROUTE, scope["path"], reply.status)
 
 
 def _starting_after(query: dict) -> int:
@@ -169,8 +196,10 @@ def _starting_after(query: dict) -> int:
     return after
 
 
-def _resume_check(authorization, response_id: str) -> tuple[str, float]:
+def _resume_check(authorization, response_id: str, exchange) -> tuple[str, float]:
+    bind_request_id(exchange.request_id)
     principal = resolve_api_key(authorization)
+    exchange.headers.update(ratelimit.admit(principal).headers)
     row = (StoredResponse.objects.filter(id=response_id, tenant=principal.tenant, store=True)
            .only("status", "completed_at", "created_at").first())
     if row is None:

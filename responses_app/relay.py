@@ -12,6 +12,8 @@ from typing import AsyncIterator, Awaitable, Callable
 import orjson
 from django.conf import settings
 
+from observability.metrics import ACTIVE_STREAMS, EVENTS_RELAYED
+
 from .bus import KEEPALIVE, event_bus
 from .bus.entries import Entry
 from .errors import ServiceUnavailable, error_body
@@ -99,6 +101,7 @@ def _error_reply(entry: Entry) -> Reply:
 async def _sse_body(subscription, first: Entry | None):
     keepalive = settings.SSE_KEEPALIVE_SECONDS
     queue = subscription.queue
+    ACTIVE_STREAMS.inc()
     try:
         entry = first if first is not None else await subscription.get(keepalive)
         while True:
@@ -108,16 +111,20 @@ async def _sse_body(subscription, first: Entry | None):
                 return  # the bus failed under us; the client can resume or GET the response
             else:
                 chunks = [entry.data]
+                events = entry.last - entry.first + 1
                 while not entry.end and not queue.empty():
                     entry = queue.get_nowait()
                     if entry.error is not None:
                         break
                     chunks.append(entry.data)
+                    events += entry.last - entry.first + 1
                 if entry.end and entry.error is None:
                     chunks.append(DONE)
                 yield b"".join(chunks)
+                EVENTS_RELAYED.inc(events)
                 if entry.end:
                     return
             entry = await subscription.get(keepalive)
     finally:
+        ACTIVE_STREAMS.dec()
         subscription.close()

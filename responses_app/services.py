@@ -22,8 +22,11 @@ from .reasoning_token import open_sealed
 from .translation.resource import new_response_resource
 
 
-def response_create(tenant: Tenant, create: CreateRequest) -> StoredResponse:
-    """Persist the request as a queued response and start its run once committed."""
+def response_create(tenant: Tenant, create: CreateRequest,
+                    context: dict | None = None) -> StoredResponse:
+    """Persist the request as a queued response and start its run once committed.
+
+    `context` travels with the run (request id, what its admission must settle)."""
     previous = create.previous_response_id
     if previous and not _is_stored(tenant, previous):
         raise InvalidRequest(f"Previous response with id '{previous}' not found.",
@@ -47,7 +50,7 @@ def response_create(tenant: Tenant, create: CreateRequest) -> StoredResponse:
         conversation_id=create.conversation_id,
         created_at=datetime.fromtimestamp(created_at, timezone.utc),
         request={"instructions": create.instructions, "params": create.params,
-                 "include": create.include},
+                 "include": create.include, "context": context or {}},
         input_items=input_items, resource=resource,
     )
     dispatch_run(response_id)

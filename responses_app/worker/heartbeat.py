@@ -41,10 +41,19 @@ class RedisHeartbeats:
         found = sync_redis().mget([KEY_PREFIX + worker for worker in ids])
         return {worker for worker, value in zip(ids, found) if value is not None}
 
-    def any_alive(self) -> bool:
+    def live_workers(self, client=None) -> list[str]:
+        """The ids of the workers whose heartbeat is fresh (readiness, metrics)."""
         from ..redis_client import sync_redis
 
-        return next(sync_redis().scan_iter(KEY_PREFIX + "*", count=100), None) is not None
+        client = client or sync_redis()
+        return [key.decode()[len(KEY_PREFIX):]
+                for key in client.scan_iter(match=KEY_PREFIX + "*", count=1000)]
+
+    def forget(self) -> None:
+        """A worker shutting down cleanly says so at once."""
+        from ..redis_client import sync_redis
+
+        sync_redis().delete(KEY_PREFIX + WORKER_ID)
 
 
 class MemoryHeartbeats:
@@ -54,5 +63,8 @@ class MemoryHeartbeats:
     def alive(self, worker_ids: set[str]) -> set[str]:
         return worker_ids & {WORKER_ID}
 
-    def any_alive(self) -> bool:
-        return True
+    def live_workers(self, client=None) -> list[str]:
+        return [WORKER_ID]
+
+    def forget(self) -> None:
+        return None

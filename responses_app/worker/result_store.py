@@ -12,6 +12,8 @@ import orjson
 from django.conf import settings
 from django.db import connection, transaction
 
+from accounting.usage import record_response_usage
+
 from ..conversation_items import append_items, conversation_items
 from ..history import chain_items
 from ..models import ResponseStatus, StoredResponse
@@ -46,6 +48,8 @@ class RunJob:
     request: dict | None = None
     items: list | None = None  # the chain's items, then this response's input items
     input_count: int = 0
+    # request id and what the admission must settle (see accounting.ratelimit)
+    context: dict = field(default_factory=dict)
 
     @property
     def cancellable(self) -> bool:
@@ -80,7 +84,7 @@ def claim_run(response_id: str, worker: str) -> RunJob | None:
                   resource=resource, chat=chat, include=request["include"],
                   conversation_id=conversation_id, input_items=input_items,
                   tenant_id=tenant_id, model=model, request=request, items=items,
-                  input_count=len(input_items))
+                  input_count=len(input_items), context=request.get("context") or {})
 
 
 def _json(value):
@@ -89,14 +93,15 @@ def _json(value):
 
 
 def store_result(job: RunJob, resource: dict) -> bool:
-    """Commit the finished response (or forget it, for store=false) and its conversation
-    turn, in one transaction. False when the run no longer owns the row: the watchdog gave
-    it up, so its result must be neither stored nor published."""
-    if not job.conversation_id:  # one statement: atomic by itself
-        return _store(job, resource)
+    """Commit the finished response (or forget it, for store=false), its usage and its
+    conversation turn, in one transaction. False when the run no longer owns the row: the
+    watchdog gave it up, so its result must be neither stored nor published."""
     with transaction.atomic():
         won = _store(job, resource)
         if won:
+            record_response_usage(response_id=job.response_id, tenant_id=job.tenant_id,
+                                  api_key_id=job.context.get("api_key_id"), model=job.model,
+                                  resource=resource)
             append_to_conversation(job, resource)
         return won
 

@@ -8,6 +8,7 @@ its upstream call stops, what was produced is stored as `cancelled`, and the str
 """
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -26,6 +27,7 @@ from ..translation.sse import EventStamper
 from ..translation.state_machine import ResponseTranslator, TranslatorOptions
 from . import loop, result_store
 from .heartbeat import worker_id
+from .run_observer import observed_run
 from .upstream import UpstreamRejected, UpstreamStreamFailed, UpstreamTarget, open_chat_stream
 
 log = logging.getLogger(__name__)
@@ -47,6 +49,7 @@ class Generated:
     fenced: bool = False
     cancelled: bool = False
     writer: object = None
+    first_delta_at: float | None = None  # time.monotonic() when the first delta went out
 
 
 def execute_run(response_id: str) -> None:
@@ -54,10 +57,16 @@ def execute_run(response_id: str) -> None:
     if job is None:
         log.info("run %s already claimed or gone", response_id)
         return
+    with observed_run(job) as run:  # request id in logs; limits and metrics when it ends
+        _run_claimed(job, run)
+
+
+def _run_claimed(job, run) -> None:
+    response_id = job.response_id
     mcp_plan = mcp_run_plan(job)
     connection.close()  # back to the pool while streaming; runs outnumber connections
     try:
-        generated = loop.run(_generate(job, mcp_plan))
+        generated = run.generated = loop.run(_generate(job, mcp_plan))
     finally:
         if job.cancellable:
             cancellation().forget(response_id)
@@ -66,6 +75,7 @@ def execute_run(response_id: str) -> None:
         return
     if generated.rejected is not None:
         result_store.discard_unstarted(job)
+        run.ended()
         rejected = generated.rejected
         loop.run(writer.append(error_entry(rejected.status, rejected.body, rejected.headers)))
         return
@@ -80,6 +90,7 @@ def execute_run(response_id: str) -> None:
         closing = [e for e in generated.closing if e["type"] not in TERMINAL_EVENTS]
         generated.closing = closing + [{"type": "response.failed",
                                         "response": generated.resource}]
+    run.ended()  # before the terminal event: a follow-up finds its slot free
     if not stored:  # the watchdog failed it meanwhile and ended its stream
         log.warning("run %s ended after it was given up; its result is dropped", response_id)
         return
@@ -115,7 +126,8 @@ async def _generate(job, mcp_plan=None) -> Generated:
             await writer.append(Entry(first, stamper.next_sequence_number - 1, data),
                                 urgent=urgent)
 
-    running = asyncio.ensure_future(_run_turns(job, mcp_plan, translator, stamper, writer, emit))
+    running = asyncio.ensure_future(_run_turns(job, mcp_plan, translator, stamper, writer, emit,
+                                               result))
     watch = None
     if job.cancellable:
         def cancel():
@@ -164,7 +176,7 @@ async def _generate(job, mcp_plan=None) -> Generated:
     return result
 
 
-async def _run_turns(job, mcp_plan, translator, stamper, writer, emit) -> None:
+async def _run_turns(job, mcp_plan, translator, stamper, writer, emit, result) -> None:
     """The upstream turns of one response, up to (not including) its end: one turn, or with
     MCP tools, turns until the model stops calling them (see mcp_tools.runner)."""
     body = job.chat.body
@@ -174,7 +186,7 @@ async def _run_turns(job, mcp_plan, translator, stamper, writer, emit) -> None:
         await emit(translator.start(), urgent=False)
         body = await tools.prepare()
     while body is not None:
-        await _stream_turn(translator, stamper, writer, body)
+        await _stream_turn(translator, stamper, writer, body, result)
         if tools is None:
             break
         events, calls = translator.end_turn()
@@ -182,7 +194,7 @@ async def _run_turns(job, mcp_plan, translator, stamper, writer, emit) -> None:
         body = await tools.after_turn(calls)
 
 
-async def _stream_turn(translator, stamper, writer, body) -> None:
+async def _stream_turn(translator, stamper, writer, body, result) -> None:
     """One upstream call, its chunks translated onto the bus (the response's start events
     go first, once the upstream accepted, unless they were sent already)."""
     async with open_chat_stream(_target(), body, settings.STREAM_BATCH_MS / 1000) as batches:
@@ -199,6 +211,9 @@ async def _stream_turn(translator, stamper, writer, body) -> None:
             first = stamper.next_sequence_number
             data = stamper.render(events)
             urgent = not first_delta_sent and any(e["type"] in DELTA_EVENTS for e in events)
-            first_delta_sent = first_delta_sent or urgent
+            if urgent:
+                first_delta_sent = True
+                if result.first_delta_at is None:
+                    result.first_delta_at = time.monotonic()
             await writer.append(Entry(first, stamper.next_sequence_number - 1, data),
                                 urgent=urgent)

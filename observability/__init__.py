@@ -1,0 +1,1 @@
+"""Observability: request ids and JSON logs, Prometheus metrics, health and readiness."""

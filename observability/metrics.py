@@ -1,0 +1,101 @@
+"""Prometheus metrics of the web and worker processes, and their exposition at /metrics.
+
+Web and workers are separate processes: with PROMETHEUS_MULTIPROC_DIR set (a directory
+shared by the web and worker processes of one host, emptied before they start) every
+process writes its samples there and /metrics adds them up (prometheus_client's
+multiprocess mode). Without it, /metrics shows the serving process alone, which is all of
+it in the embedded mode. Queue depth and live workers are read from Redis at scrape time.
+"""
+import logging
+import os
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Gauge, Histogram,
+    generate_latest,
+)
+from prometheus_client.core import GaugeMetricFamily
+
+log = logging.getLogger(__name__)
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+RUN_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
+
+HTTP_REQUESTS = Counter("gateway_http_requests", "HTTP requests answered, by route and status",
+                        ["route", "method", "status"])
+ACTIVE_STREAMS = Gauge("gateway_active_streams", "SSE streams being relayed to clients",
+                       multiprocess_mode="livesum")
+EVENTS_RELAYED = Counter("gateway_events_relayed", "Stream events relayed to clients")
+RUN_DURATION = Histogram("gateway_run_duration_seconds", "Runs from claim to end, by outcome",
+                         ["status"], buckets=RUN_BUCKETS)
+TIME_TO_FIRST_DELTA = Histogram("gateway_time_to_first_delta_seconds",
+                                "From claiming a run to publishing its first delta",
+                                buckets=LATENCY_BUCKETS)
+UPSTREAM_ERRORS = Counter("gateway_upstream_errors", "Runs the upstream failed, by error code",
+                          ["code"])
+TOOL_CALLS = Counter("gateway_tool_calls", "Tool calls in finished responses, by item type",
+                     ["type"])
+RATE_LIMITED = Counter("gateway_rate_limited", "Requests refused by limits or quotas",
+                       ["code"])
+
+
+class _ScrapeTimeCollector:
+    """Gauges read when scraped: the run queue's depth and the live workers."""
+
+    def collect(self):
+        from django.conf import settings
+
+        if settings.EMBEDDED:
+            return
+        from .redis_client import probe_client
+        from responses_app.worker.heartbeat import heartbeats
+
+        try:
+            client = probe_client()
+            depth = client.llen(getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", "celery"))
+            workers = len(heartbeats().live_workers(client))
+        except Exception as exc:  # a scrape must not fail because Redis did
+            log.warning("metrics: Redis unavailable: %s", exc)
+            return
+        yield GaugeMetricFamily("gateway_queue_depth", "Runs waiting for a worker", value=depth)
+        yield GaugeMetricFamily("gateway_workers_alive", "Workers with a fresh heartbeat",
+                                value=workers)
+
+
+_scrape_time = CollectorRegistry(auto_describe=False)
+_scrape_time.register(_ScrapeTimeCollector())
+
+
+def exposition() -> tuple[bytes, str]:
+    """The text exposition of every metric, and its content type."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+    else:
+        registry = REGISTRY
+    return generate_latest(registry) + generate_latest(_scrape_time), CONTENT_TYPE_LATEST
+
+
+def forget_dead_processes() -> None:
+    """Drop the live-gauge files of processes that are gone (e.g. a restarted web)."""
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if not directory or not os.path.isdir(directory):
+        return
+    from prometheus_client import multiprocess
+
+    for name in os.listdir(directory):
+        pid = name.rsplit("_", 1)[-1][:-3]
+        if name.startswith("gauge_live") and name.endswith(".db") and pid.isdigit():
+            if not _alive(int(pid)):
+                multiprocess.mark_process_dead(int(pid), directory)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
