@@ -11,6 +11,9 @@ Dynamic model names handled by :func:`scenario_for`:
 * ``fake-echo``          -- echoes a compact rendering of the request ``messages``;
 * ``bench-<n>-<ms>``     -- n content chunks ``"w<i> "`` paced ``ms`` milliseconds apart;
 * ``fake-slow-<ms>``     -- ``fake-text`` with a first-byte delay of ``ms`` milliseconds;
+* ``fake-flaky-<status>x<n>[-<tag>]`` -- the first ``n`` requests for this exact model name
+  fail with HTTP ``status`` (a 429 carries ``retry-after: 0``), later ones are ``fake-text``
+  (the server counts per model name: use a fresh tag per test);
 * anything else unknown  -- ``fake-text``.
 """
 
@@ -197,6 +200,17 @@ def _slow(ms: int) -> Scenario:
 
 
 _BENCH = re.compile(r"bench-(\d+)-(\d+)")
+_FLAKY = re.compile(r"fake-flaky-(\d{3})x(\d+)(-.*)?")
+
+
+def flaky_failure(model: str) -> tuple[Scenario, int] | None:
+    """For ``fake-flaky-…`` names: the failure to serve and how many times, else None."""
+    m = _FLAKY.fullmatch(model or "")
+    if m is None:
+        return None
+    status, times = int(m[1]), int(m[2])
+    headers = {"retry-after": "0"} if status == 429 else {}
+    return _error(status, f"flaky upstream: HTTP {status}", "server_error", headers=headers), times
 _SLOW = re.compile(r"fake-slow-(\d+)")
 
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import connection
+from upstreams.retry_policy import RetryPolicy
+from upstreams.routing import Route, route_for_model
 
 from ..bus import StreamFenced, event_bus
 from ..bus.entries import Entry, error_entry
@@ -18,7 +20,7 @@ from ..reasoning_token import seal
 from ..translation.sse import EventStamper
 from ..translation.state_machine import ResponseTranslator, TranslatorOptions
 from . import loop, result_store
-from .upstream import UpstreamRejected, UpstreamStreamFailed, UpstreamTarget, open_chat_stream
+from .upstream import UpstreamRejected, UpstreamStreamFailed, open_chat_stream
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +46,9 @@ def execute_run(response_id: str) -> None:
     if job is None:
         log.info("run %s already claimed or gone", response_id)
         return
+    route = route_for_model(job.resource["model"])  # cached: no query per run
     connection.close()  # back to the pool while streaming; runs outnumber connections
-    generated = loop.run(_generate(job))
+    generated = loop.run(_generate(job, route))
     writer = generated.writer
     if generated.fenced:
         return
@@ -67,13 +70,12 @@ def execute_run(response_id: str) -> None:
     loop.run(writer.append(Entry(last - len(generated.closing) + 1, last, data, end=True)))
 
 
-def _target() -> UpstreamTarget:
-    return UpstreamTarget(base_url=settings.UPSTREAM_BASE_URL, api_key=settings.UPSTREAM_API_KEY,
-                          connect_timeout=settings.UPSTREAM_CONNECT_TIMEOUT,
-                          idle_timeout=settings.UPSTREAM_TIMEOUT)
+def _retry_policy() -> RetryPolicy:
+    return RetryPolicy(max_retries=settings.UPSTREAM_MAX_RETRIES,
+                       max_wait=settings.UPSTREAM_RETRY_MAX_WAIT)
 
 
-async def _generate(job) -> Generated:
+async def _generate(job, route: Route) -> Generated:
     writer = event_bus().writer(job.response_id)
     reasoning = job.resource.get("reasoning") or {}
     translator = ResponseTranslator(job.resource, TranslatorOptions(
@@ -86,8 +88,8 @@ async def _generate(job) -> Generated:
     stamper = EventStamper()
     result = Generated(resource=job.resource, stamper=stamper, writer=writer)
     try:
-        async with open_chat_stream(_target(), job.chat.body,
-                                    settings.STREAM_BATCH_MS / 1000) as batches:
+        async with open_chat_stream(route, job.chat.body, settings.STREAM_BATCH_MS / 1000,
+                                    _retry_policy()) as batches:
             # not urgent: it usually travels with the first delta, which is
             await writer.append(Entry(0, 1, stamper.render(translator.start())))
             first_delta_sent = False
