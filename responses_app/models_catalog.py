@@ -11,6 +11,7 @@ import time
 
 import httpx
 from django.conf import settings
+
 from upstreams.routing import Route, route_table
 
 from .errors import APIError

@@ -74,7 +74,7 @@ def test_an_exact_route_sends_the_model_to_its_upstream_with_its_key_and_headers
                                                    "stream": True}) as response:
         assert response.status_code == 200
         raw = response.read()
-    events, final = check_sse_stream(raw)
+    _, final = check_sse_stream(raw)
     assert final["model"] == "model-b"
     assert final["output"][0]["content"][0]["text"] == TEXT
     [sent] = requests_for(second_upstream, "model-b")
@@ -117,7 +117,7 @@ def test_an_upstream_failing_before_its_first_byte_is_retried(client, upstream):
                                                    "stream": True}) as response:
         assert response.status_code == 200
         raw = response.read()
-    events, final = check_sse_stream(raw)
+    _, final = check_sse_stream(raw)
     assert final["output"][0]["content"][0]["text"] == TEXT
     assert len(requests_for(upstream, "fake-flaky-503x2-a")) == 3
 
@@ -156,7 +156,7 @@ def test_a_stream_that_fails_after_output_began_is_never_retried(client, upstrea
     with client.stream("POST", "/responses", json={"model": "fake-drop", "input": "hi",
                                                    "stream": True}) as response:
         raw = response.read()
-    events, final = check_sse_stream(raw)
+    _, final = check_sse_stream(raw)
     assert final["status"] == "failed"
     assert len(requests_for(upstream, "fake-drop")) == 1
 

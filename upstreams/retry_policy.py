@@ -4,6 +4,7 @@ Pure (no Django, no I/O): the worker's upstream client asks `delay_before_retry`
 each failed attempt and sleeps that long, or gives up on None. Output that has begun is
 never retried: a client cannot un-see a delta.
 """
+import math
 import random
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -54,6 +55,6 @@ def parse_retry_after(value: str, now: datetime | None = None) -> float | None:
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=timezone.utc)
         seconds = (moment - (now or datetime.now(timezone.utc))).total_seconds()
-    if seconds != seconds or seconds == float("inf"):  # NaN, inf
+    if not math.isfinite(seconds):
         return None
     return max(0.0, seconds)

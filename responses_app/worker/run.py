@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import connection
+
 from upstreams.retry_policy import RetryPolicy
 from upstreams.routing import Route, route_for_model
 
