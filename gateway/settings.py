@@ -120,7 +120,8 @@ SPECTACULAR_SETTINGS = {  # the /v1/openapi.json document (see api_schema/)
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": "/v1",
-    "COMPONENT_SPLIT_REQUEST": True,
+    "OAS_VERSION": "3.1.0",
+    "POSTPROCESSING_HOOKS": ["api_schema.hooks.add_components"],
 }
 
 # --- the gateway ---------------------------------------------------------------------------

@@ -9,10 +9,17 @@ from . import models_catalog, selectors, services
 from .errors import APIError, InvalidRequest, NotFound
 
 
-def create_response(request):
-    """POST is served by the ASGI front (asgi_front.py); any other method lands here."""
-    raise APIError(f"Method {request.method} is not allowed here.", status=405,
-                   code="method_not_allowed")
+class ResponseCollection(APIView):
+    """POST is served by the ASGI front (asgi_front.py), which Django never sees; this view
+    carries its OpenAPI description (api_schema) and answers other methods with a 405."""
+
+    def post(self, request):
+        raise APIError("POST /v1/responses is served by the ASGI application "
+                       "(gateway.asgi); this server runs without it.", status=405,
+                       code="method_not_allowed")
+
+
+create_response = ResponseCollection.as_view()
 
 
 class ResponseDetail(APIView):
