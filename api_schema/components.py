@@ -161,6 +161,35 @@ CREATE_RESPONSE = {
     },
 }
 
+STREAM_EVENT = {
+    "type": "object",
+    "description": "A Responses stream event (`response.created`, `response.output_text.delta`, "
+                   "…, one terminal `response.completed|incomplete|failed`), numbered from 0.",
+    "required": ["type", "sequence_number"],
+    "additionalProperties": True,
+    "properties": {
+        "type": {"type": "string", "pattern": "^response\\."},
+        "sequence_number": {"type": "integer", "minimum": 0},
+        "response": ref("Response"),
+        "item": ref("Item"),
+    },
+}
+
+SSE_EVENT = {
+    "type": "object",
+    "description": "One server-sent event: `event: <type>` and `data: <the event as JSON>`; "
+                   "the stream ends with `data: [DONE]` (no event name).",
+    "required": ["data"],
+    "properties": {
+        "event": STRING,
+        "data": {"anyOf": [
+            {"const": "[DONE]"},
+            {"type": "string", "contentMediaType": "application/json",
+             "contentSchema": ref("ResponseStreamEvent")},
+        ]},
+    },
+}
+
 DELETED_RESPONSE = {
     "type": "object",
     "required": ["id", "object", "deleted"],
@@ -197,6 +226,8 @@ COMPONENTS = {
     "Usage": USAGE,
     "Response": RESPONSE,
     "CreateResponseRequest": CREATE_RESPONSE,
+    "ResponseStreamEvent": STREAM_EVENT,
+    "ServerSentEvent": SSE_EVENT,
     "DeletedResponse": DELETED_RESPONSE,
     "ItemList": ITEM_LIST,
     "ModelList": MODEL_LIST,

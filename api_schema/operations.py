@@ -42,8 +42,8 @@ create_response = extend_schema(
     responses={
         (200, "application/json"): OpenApiResponse(ref("Response"), description="The response."),
         (200, "text/event-stream"): OpenApiResponse(
-            {"type": "string"}, description="`event: <type>\\ndata: <json>\\n\\n` blocks, "
-                                            "then `data: [DONE]`."),
+            ref("ServerSentEvent"), description="With `stream: true`: the event stream (the "
+                                                "schema describes each event)."),
         **errors(400, 404, 413, 502, 503, 504),
     },
 )

@@ -98,6 +98,17 @@ def parse_create_request(body) -> CreateRequest:
     )
 
 
+def contains_nul(value) -> bool:
+    """True if a NUL character is in any string (or key) of a parsed JSON value."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(contains_nul(k) or contains_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(contains_nul(v) for v in value)
+    return False
+
+
 # --- input items ---------------------------------------------------------------------------
 
 def normalize_input(value) -> list[dict]:

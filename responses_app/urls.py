@@ -1,13 +1,29 @@
 """Routes under /v1; anything else under /v1 is a JSON 404."""
-from django.urls import path, re_path
+from django.urls import path, re_path, register_converter
 
 from . import views
+
+
+class IdConverter:
+    """An id in a path: any characters but '/' and NUL (which no stored id holds and
+    Postgres refuses in a query), so a NUL id is a 404, not a database error."""
+
+    regex = r"[^/\x00]+"
+
+    def to_python(self, value):
+        return value
+
+    def to_url(self, value):
+        return value
+
+
+register_converter(IdConverter, "id")
 
 urlpatterns = [
     path("responses", views.create_response),
     path("responses/compact", views.not_found),
-    path("responses/<str:response_id>", views.ResponseDetail.as_view()),
-    path("responses/<str:response_id>/input_items", views.ResponseInputItems.as_view()),
+    path("responses/<id:response_id>", views.ResponseDetail.as_view()),
+    path("responses/<id:response_id>/input_items", views.ResponseInputItems.as_view()),
     path("models", views.ModelList.as_view()),
     re_path(r"^.*$", views.not_found),
 ]

@@ -1,0 +1,37 @@
+"""NUL characters, which Postgres text cannot hold (found by the schemathesis tests): a
+clear 400 in a body, a 404 in a path, never a 500."""
+import pytest
+
+
+def assert_error(response, status, code):
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/json"
+    error = response.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    assert error["code"] == code
+
+
+@pytest.mark.parametrize("body", [
+    {"model": "fake-text\u0000", "input": "hi"},
+    {"model": "fake-text", "input": [{"role": "user", "content": "a\u0000b"}]},
+    {"model": "fake-text", "input": "hi", "metadata": {"k\u0000": "v"}},
+])
+def test_a_nul_in_a_create_body_is_a_400(api, body):
+    response = api.post("/responses", json=body)
+    assert_error(response, 400, "invalid_value")
+    assert response.json()["error"]["message"] == (
+        "Strings in the request may not contain the NUL character (\\u0000).")
+
+
+def test_a_backslash_u0000_that_is_text_is_accepted(api):
+    response = api.post("/responses", json={"model": "fake-text", "input": "a \\u0000 b"})
+    assert response.status_code == 200
+    assert response.json()["status"] == "completed"
+
+
+@pytest.mark.parametrize("method, path", [
+    ("GET", "/responses/resp_a%00b"), ("DELETE", "/responses/resp_a%00b"),
+    ("GET", "/responses/resp_a%00b/input_items"),
+])
+def test_a_nul_in_a_response_id_is_a_404(api, method, path):
+    assert_error(api.request(method, path), 404, "unknown_route")
