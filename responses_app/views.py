@@ -2,6 +2,7 @@
 
 `POST /v1/responses` is served by the ASGI front (asgi_front.py); the rest are DRF views.
 """
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -54,6 +55,7 @@ class ModelList(APIView):
         return Response({"object": "list", "data": models_catalog.list_models()})
 
 
+@csrf_exempt  # an API route: no CSRF page for an unknown POST/DELETE, a JSON 404
 def not_found(request, *args, **kwargs):
     raise NotFound(f"Unknown route: {request.method} {request.path}.", code="unknown_route")
 

@@ -1,5 +1,6 @@
-"""NUL characters, which Postgres text cannot hold (found by the schemathesis tests): a
-clear 400 in a body, a 404 in a path, never a 500."""
+"""Bugs found while running schemathesis: NUL characters, which Postgres text cannot hold
+(a clear 400 in a body, a 404 in a path, never a 500), and unknown routes answered with
+an HTML CSRF page."""
 import pytest
 
 
@@ -35,3 +36,9 @@ def test_a_backslash_u0000_that_is_text_is_accepted(api):
 ])
 def test_a_nul_in_a_response_id_is_a_404(api, method, path):
     assert_error(api.request(method, path), 404, "unknown_route")
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE"])
+def test_an_unknown_route_is_a_json_404_for_every_method(api, method):
+    # (it was Django's HTML CSRF page, a 403, for the unsafe methods)
+    assert_error(api.request(method, "/no-such-thing"), 404, "unknown_route")
