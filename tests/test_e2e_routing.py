@@ -3,7 +3,6 @@ two more fake upstreams on 127.0.0.1 beside the default one, retries before the 
 byte only, and a per-route concurrency limit."""
 import concurrent.futures
 
-import httpx
 import psycopg
 import pytest
 from cryptography.fernet import Fernet
@@ -59,8 +58,7 @@ def routed_key(routed):
 
 @pytest.fixture
 def client(routed, routed_key):
-    with httpx.Client(base_url=routed.base_url, timeout=30,
-                      headers={"Authorization": f"Bearer {routed_key}"}) as api:
+    with routed.client(routed_key) as api:
         yield api
 
 

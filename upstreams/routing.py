@@ -78,7 +78,8 @@ def route_table() -> RouteTable:
         return cached[1]
     with _lock:
         if _cached is None or _cached[0] <= time.monotonic():
-            _cached = (time.monotonic() + settings.UPSTREAM_ROUTES_CACHE_SECONDS, load_route_table())
+            expires = time.monotonic() + settings.UPSTREAM_ROUTES_CACHE_SECONDS
+            _cached = (expires, load_route_table())
         return _cached[1]
 
 

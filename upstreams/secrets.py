@@ -40,8 +40,8 @@ def configured_keys() -> list[str]:
     """The Fernet keys in use, first one encrypting."""
     if settings.ENCRYPTION_KEYS:
         return list(settings.ENCRYPTION_KEYS)
-    digest = hashlib.sha256(b"responses-gateway upstream keys v1\x00" + settings.SECRET_KEY.encode())
-    return [base64.urlsafe_b64encode(digest.digest()).decode()]
+    seed = b"responses-gateway upstream keys v1\x00" + settings.SECRET_KEY.encode()
+    return [base64.urlsafe_b64encode(hashlib.sha256(seed).digest()).decode()]
 
 
 def _multi_fernet() -> MultiFernet:

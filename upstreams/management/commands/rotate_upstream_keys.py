@@ -23,5 +23,6 @@ class Command(BaseCommand):
                 rotated += 1
         self.stdout.write(f"Re-encrypted {rotated} upstream key(s).")
         if unreadable:
-            raise CommandError(f"No key in ENCRYPTION_KEYS opens the key of: {', '.join(unreadable)} "
+            names = ", ".join(unreadable)
+            raise CommandError(f"No key in ENCRYPTION_KEYS opens the key of: {names} "
                                "(the others were re-encrypted).")
