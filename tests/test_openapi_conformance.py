@@ -2,11 +2,13 @@
 real Daphne + Celery deployment: generated requests (valid and invalid, a bounded and
 deterministic number per operation) never get a 5xx server error, every status and
 content type is documented, and every JSON body matches its schema."""
+import json
 import os
 
 import httpx
 import pytest
 import schemathesis
+from django.core.management import call_command
 from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
@@ -72,3 +74,10 @@ def test_the_document_is_public_json_and_lists_the_api(production):
     assert document["components"]["securitySchemes"] == {"ApiKey": {
         "type": "http", "scheme": "bearer",
         "description": "`Authorization: Bearer sk-…` (a key from create_tenant)."}}
+
+
+def test_the_document_is_generated_without_warnings_and_is_valid_openapi(tmp_path):
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file",
+                 str(tmp_path / "openapi.json"))
+    assert json.loads((tmp_path / "openapi.json").read_text())["info"]["title"] == (
+        "Responses gateway API")
