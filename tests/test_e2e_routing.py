@@ -2,6 +2,7 @@
 two more fake upstreams on 127.0.0.1 beside the default one, retries before the first
 byte only, and a per-route concurrency limit."""
 import concurrent.futures
+import time
 
 import psycopg
 import pytest
@@ -45,6 +46,9 @@ def routed(upstream, second_upstream, narrow_upstream, tmp_path_factory):
                           "--api-key-env", "SECOND_UPSTREAM_KEY")
         deployment.manage("upstream_route", "set", "narrow", "--model", "bench-*",
                           "--base-url", narrow_upstream.base_url, "--max-concurrency", "2")
+        deployment.manage("upstream_route", "set", "single", "--model", "fake-slow*",
+                          "--base-url", narrow_upstream.base_url, "--max-concurrency", "1",
+                          "--connect-timeout", "1")
         deployment.manage("upstream_route", "set", "nowhere", "--model", "nowhere",
                           "--base-url", f"http://127.0.0.1:{free_port()}/v1",
                           "--connect-timeout", "1")
@@ -103,9 +107,13 @@ def test_models_lists_each_routed_model_once_by_the_route_that_serves_it(client)
     tool_models = [name for name in SCENARIOS if name.startswith("fake-tool")]
     assert tool_models == ["fake-tools", "fake-tool-one-piece"]
     assert [(m["id"], m["owned_by"]) for m in body["data"]] == [
-        ("model-b", "second"), ("nowhere", "nowhere"),
-        *((name, "fake") for name in tool_models),  # the second upstream's, under the prefix
-        *((name, "fake") for name in SCENARIOS if name not in tool_models),  # the default's
+        ("model-b", "second"), ("nowhere", "nowhere"),  # exact routes, by name
+        # then prefix routes, longest first (equal lengths by pattern): the models their
+        # upstream reports under the prefix
+        ("fake-slow", "fake"),
+        *((name, "fake") for name in tool_models),
+        *((name, "fake") for name in SCENARIOS
+          if name not in tool_models and name != "fake-slow"),  # the default's
     ]
 
 
@@ -180,10 +188,29 @@ def test_a_route_holds_at_most_its_concurrency_limit_of_open_streams(client, nar
     assert stats["max_in_flight"] == 2
 
 
+def test_a_run_that_finds_no_free_slot_in_time_gets_a_503(client, narrow_upstream):
+    def hold_the_only_slot():  # the upstream waits 3 s before its first byte
+        return client.post("/responses", json={"model": "fake-slow-3000", "input": "first"})
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        first = pool.submit(hold_the_only_slot)
+        deadline = time.monotonic() + 10
+        while narrow_upstream.stats()["in_flight"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert narrow_upstream.stats()["in_flight"] == 1
+        second = client.post("/responses", json={"model": "fake-slow-10", "input": "second"})
+        assert second.status_code == 503
+        assert second.headers["retry-after"] == "1"
+        assert second.json()["error"] == {
+            "message": "The upstream 'single' is at its limit of 1 concurrent requests.",
+            "type": "server_error", "param": None, "code": "upstream_busy"}
+        assert first.result().json()["status"] == "completed"
+
+
 def test_route_keys_are_stored_encrypted(routed):
     with psycopg.connect(routed.env["DATABASE_URL"]) as conn:
         rows = dict(conn.execute(
             "SELECT name, api_key_encrypted FROM upstream_routes ORDER BY name").fetchall())
-    assert rows["narrow"] == ""
+    assert rows["narrow"] == rows["single"] == ""
     assert SECOND_KEY not in rows["second"]
     assert Fernet(ENCRYPTION_KEY.encode()).decrypt(rows["second"].encode()).decode() == SECOND_KEY

@@ -106,7 +106,7 @@ def load_route_table() -> RouteTable:
             prefixes.append((row.model_pattern[:-1], route))
         else:
             exact[row.model_pattern] = route
-    prefixes.sort(key=lambda pair: len(pair[0]), reverse=True)
+    prefixes.sort(key=lambda pair: (-len(pair[0]), pair[0]))  # longest first, then by name
     return RouteTable(exact=exact, prefixes=tuple(prefixes), default=default_route())
 
 

@@ -71,7 +71,8 @@ async def open_chat_stream(target: Route, body: dict, read_interval: float = 0.0
     headers = {"content-type": "application/json", "accept": "text/event-stream",
                "accept-encoding": "identity", **target.request_headers()}
     try:
-        async with upstream_slot(target, wait=target.idle_timeout):
+        # waiting for a slot counts as connecting: the client is waiting for its first event
+        async with upstream_slot(target, wait=target.connect_timeout):
             response = await _post_until_answered(target, orjson.dumps(body), headers, retry)
             try:
                 yield _chunk_batches(response, read_interval)
