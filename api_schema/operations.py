@@ -77,6 +77,17 @@ list_models = extend_schema(
     responses={200: OpenApiResponse(ref("ModelList")), **errors(502)},
 )
 
+# How a created response's id feeds the other operations (OpenAPI links; schemathesis
+# follows them in its stateful test): (path, method, status) -> links.
+LINKS = {
+    ("/v1/responses", "post", "200"): {
+        name: {"operationId": operation_id, "parameters": {"response_id": "$response.body#/id"}}
+        for name, operation_id in [("GetResponse", "getResponse"),
+                                   ("DeleteResponse", "deleteResponse"),
+                                   ("ListInputItems", "listInputItems")]
+    },
+}
+
 # view import path -> {method: extend_schema(...)}
 DOCUMENTED_VIEWS = {
     "responses_app.views.ResponseCollection": {"post": create_response},

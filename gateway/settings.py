@@ -121,7 +121,7 @@ SPECTACULAR_SETTINGS = {  # the /v1/openapi.json document (see api_schema/)
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": "/v1",
     "OAS_VERSION": "3.1.0",
-    "POSTPROCESSING_HOOKS": ["api_schema.hooks.add_components"],
+    "POSTPROCESSING_HOOKS": ["api_schema.hooks.add_components", "api_schema.hooks.add_links"],
 }
 
 # --- the gateway ---------------------------------------------------------------------------
