@@ -19,6 +19,11 @@ STRING = {"type": "string"}
 OBJECT = {"type": "object", "additionalProperties": True}
 NULLABLE_STRING = {"type": ["string", "null"]}
 
+METADATA = {
+    "type": "object", "maxProperties": 16, "propertyNames": {"maxLength": 64},
+    "additionalProperties": {"type": "string", "maxLength": 512},
+}
+
 ERROR = {
     "type": "object",
     "description": "Every error: HTTP status, then this body.",
@@ -152,8 +157,7 @@ CREATE_RESPONSE = {
         "text": nullable(OBJECT),
         "reasoning": nullable(OBJECT),
         "truncation": {"enum": ["auto", "disabled", None]},
-        "metadata": {"type": ["object", "null"], "maxProperties": 16,
-                     "additionalProperties": {"type": "string", "maxLength": 512}},
+        "metadata": nullable(ref("Metadata")),
         "user": NULLABLE_STRING,
         "safety_identifier": NULLABLE_STRING,
         "prompt_cache_key": NULLABLE_STRING,
@@ -208,6 +212,45 @@ ITEM_LIST = {
     },
 }
 
+CONVERSATION = {
+    "type": "object",
+    "required": ["id", "object", "created_at", "metadata"],
+    "properties": {
+        "id": {"type": "string", "pattern": "^conv_"},
+        "object": {"const": "conversation"},
+        "created_at": {"type": "integer"},
+        "metadata": {"type": "object", "additionalProperties": STRING},
+    },
+}
+
+CONVERSATION_DELETED = {
+    "type": "object",
+    "required": ["id", "object", "deleted"],
+    "properties": {"id": STRING, "object": {"const": "conversation.deleted"},
+                   "deleted": {"const": True}},
+}
+
+CREATE_CONVERSATION = {
+    "type": "object",
+    "properties": {
+        "items": {"type": ["array", "null"], "maxItems": 20, "items": ref("Item")},
+        "metadata": nullable(ref("Metadata")),
+    },
+}
+
+UPDATE_CONVERSATION = {
+    "type": "object",
+    "required": ["metadata"],
+    "properties": {"metadata": nullable(ref("Metadata"))},
+}
+
+ADD_CONVERSATION_ITEMS = {
+    "type": "object",
+    "required": ["items"],
+    "properties": {"items": {"type": "array", "minItems": 1, "maxItems": 20,
+                             "items": ref("Item")}},
+}
+
 MODEL_LIST = {
     "type": "object",
     "required": ["object", "data"],
@@ -222,6 +265,7 @@ MODEL_LIST = {
 
 COMPONENTS = {
     "Error": ERROR,
+    "Metadata": METADATA,
     "Item": ITEM,
     "Usage": USAGE,
     "Response": RESPONSE,
@@ -231,4 +275,9 @@ COMPONENTS = {
     "DeletedResponse": DELETED_RESPONSE,
     "ItemList": ITEM_LIST,
     "ModelList": MODEL_LIST,
+    "Conversation": CONVERSATION,
+    "ConversationDeleted": CONVERSATION_DELETED,
+    "CreateConversationRequest": CREATE_CONVERSATION,
+    "UpdateConversationRequest": UPDATE_CONVERSATION,
+    "AddConversationItemsRequest": ADD_CONVERSATION_ITEMS,
 }

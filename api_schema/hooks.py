@@ -10,8 +10,13 @@ def add_components(result, generator, request, public):
 
 
 def add_links(result, generator, request, public):
+    """The links of LINKS whose two ends are both in this document."""
+    operation_ids = {operation.get("operationId") for operations in result["paths"].values()
+                     for operation in operations.values()}
     for (path, method, status), links in LINKS.items():
         response = result["paths"].get(path, {}).get(method, {}).get("responses", {}).get(status)
-        if response is not None:
-            response["links"] = links
+        present = {name: link for name, link in links.items()
+                   if link["operationId"] in operation_ids}
+        if response is not None and present:
+            response["links"] = present
     return result

@@ -16,7 +16,7 @@ from django.db import close_old_connections
 
 from . import relay, services
 from .auth import resolve_api_key
-from .create_request import contains_nul, parse_create_request
+from .create_request import NUL_MESSAGE, contains_nul, parse_create_request
 from .errors import BodyTooLarge, InvalidRequest, ServerError, as_api_error, error_body
 
 log = logging.getLogger(__name__)
@@ -79,8 +79,7 @@ def _create(authorization, body):
         raise InvalidRequest(f"We could not parse the JSON body of your request: {exc}.",
                              code="invalid_json") from None
     if b"\\u0000" in body and contains_nul(payload):  # Postgres text cannot hold NUL
-        raise InvalidRequest("Strings in the request may not contain the NUL character "
-                             "(\\u0000).", code="invalid_value")
+        raise InvalidRequest(NUL_MESSAGE, code="invalid_value")
     create = parse_create_request(payload)
     return services.response_create(principal.tenant, create).id, create.stream
 

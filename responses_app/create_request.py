@@ -98,6 +98,9 @@ def parse_create_request(body) -> CreateRequest:
     )
 
 
+NUL_MESSAGE = "Strings in the request may not contain the NUL character (\\u0000)."
+
+
 def contains_nul(value) -> bool:
     """True if a NUL character is in any string (or key) of a parsed JSON value."""
     if isinstance(value, str):

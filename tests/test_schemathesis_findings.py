@@ -1,7 +1,12 @@
 """Bugs found while running schemathesis: NUL characters, which Postgres text cannot hold
 (a clear 400 in a body, a 404 in a path, never a 500), and unknown routes answered with
 an HTML CSRF page."""
+import io
+
 import pytest
+
+from responses_app.errors import InvalidRequest
+from responses_app.parsers import JSONWithoutNulParser
 
 
 def assert_error(response, status, code):
@@ -42,3 +47,12 @@ def test_a_nul_in_a_response_id_is_a_404(api, method, path):
 def test_an_unknown_route_is_a_json_404_for_every_method(api, method):
     # (it was Django's HTML CSRF page, a 403, for the unsafe methods)
     assert_error(api.request(method, "/no-such-thing"), 404, "unknown_route")
+
+
+def test_the_drf_views_parse_json_without_nul_characters():
+    parser = JSONWithoutNulParser()
+    assert parser.parse(io.BytesIO(b'{"metadata": {"k": "a \\\\u0000 b"}}')) == {
+        "metadata": {"k": "a \\u0000 b"}}
+    with pytest.raises(InvalidRequest) as refused:
+        parser.parse(io.BytesIO(b'{"items": [{"text": "a\\u0000b"}]}'))
+    assert (refused.value.status, refused.value.code) == (400, "invalid_value")
