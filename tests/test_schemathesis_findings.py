@@ -1,6 +1,6 @@
 """Bugs found while running schemathesis: NUL characters, which Postgres text cannot hold
-(a clear 400 in a body, a 404 in a path, never a 500), and unknown routes answered with
-an HTML CSRF page."""
+(a clear 400 in a body, a 404 in a path, never a 500), lists where a string was expected
+(unhashable: a 500), and unknown routes answered with an HTML CSRF page."""
 import io
 
 import pytest
@@ -27,6 +27,17 @@ def test_a_nul_in_a_create_body_is_a_400(api, body):
     assert_error(response, 400, "invalid_value")
     assert response.json()["error"]["message"] == (
         "Strings in the request may not contain the NUL character (\\u0000).")
+
+
+@pytest.mark.parametrize("body, param", [
+    ({"model": "fake-text", "input": "hi", "truncation": []}, "truncation"),
+    ({"model": "fake-text", "input": [{"type": ["message"]}]}, "input[0].type"),
+    ({"model": "fake-text", "input": [{"role": ["user"], "content": "hi"}]}, "input[0].role"),
+])
+def test_a_list_where_a_string_belongs_is_a_400(api, body, param):
+    response = api.post("/responses", json=body)
+    assert_error(response, 400, "invalid_value")
+    assert response.json()["error"]["param"] == param
 
 
 def test_a_backslash_u0000_that_is_text_is_accepted(api):
