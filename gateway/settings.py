@@ -28,10 +28,13 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular",
     "responses_app",
     "mcp_tools",
     "accounting",
     "observability",
+    "upstreams",
+    "api_schema",
 ]
 
 MIDDLEWARE = [
@@ -111,10 +114,20 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["responses_app.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["responses_app.parsers.JSONWithoutNulParser"],
     "EXCEPTION_HANDLER": "responses_app.errors.drf_exception_handler",
     "DEFAULT_THROTTLE_CLASSES": ["accounting.throttle.RateLimitThrottle"],
     "UNAUTHENTICATED_USER": None,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {  # the /v1/openapi.json document (see api_schema/)
+    "TITLE": "Responses gateway API",
+    "DESCRIPTION": "The OpenAI Responses API, served in front of Chat Completions backends.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": "/v1",
+    "OAS_VERSION": "3.1.0",
+    "POSTPROCESSING_HOOKS": ["api_schema.hooks.add_components", "api_schema.hooks.add_links"],
 }
 
 # --- the gateway ---------------------------------------------------------------------------
@@ -126,6 +139,18 @@ UPSTREAM_TIMEOUT = env.float("UPSTREAM_TIMEOUT", default=120.0)
 UPSTREAM_MAX_TOKENS_PARAM = env.str("UPSTREAM_MAX_TOKENS_PARAM", default="max_completion_tokens")
 # Comma-separated model names for GET /v1/models; empty asks the upstream's /models.
 GATEWAY_MODELS = env.list("GATEWAY_MODELS", default=[])
+# --- upstream routing (upstreams/): routes from the admin, the values above as the default
+# Fernet keys for upstream API keys at rest, comma-separated: the first encrypts, all
+# decrypt. Empty: a key derived from SECRET_KEY.
+ENCRYPTION_KEYS = env.list("ENCRYPTION_KEYS", default=[])
+# A process re-reads the route table at most this often.
+UPSTREAM_ROUTES_CACHE_SECONDS = env.float("UPSTREAM_ROUTES_CACHE_SECONDS", default=5.0)
+# Attempts after the first, only before the upstream sent a byte (connection failures,
+# 429/502/503/504); a Retry-After longer than UPSTREAM_RETRY_MAX_WAIT is not waited for.
+UPSTREAM_MAX_RETRIES = env.int("UPSTREAM_MAX_RETRIES", default=2)
+UPSTREAM_RETRY_MAX_WAIT = env.float("UPSTREAM_RETRY_MAX_WAIT", default=5.0)
+# Open streams to the default upstream per worker process (0: no limit).
+UPSTREAM_MAX_CONCURRENCY = env.int("UPSTREAM_MAX_CONCURRENCY", default=0)
 
 # A revoked API key keeps working at most this long on a process that used it recently.
 API_KEY_CACHE_SECONDS = env.float("API_KEY_CACHE_SECONDS", default=10.0)

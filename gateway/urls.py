@@ -1,10 +1,13 @@
-"""Top-level routes: the /v1 API, usage, the operational probes and metrics, the admin."""
+"""Top-level routes: the /v1 API, its OpenAPI document, usage, the operational probes and
+metrics, the admin."""
 from django.contrib import admin
 from django.urls import include, path
 
 from accounting.views import UsageView
+from api_schema.views import OpenApiDocument
 
 urlpatterns = [
+    path("v1/openapi.json", OpenApiDocument.as_view()),
     path("v1/usage", UsageView.as_view()),
     path("v1/", include("responses_app.urls")),
     path("", include("observability.urls")),

@@ -24,9 +24,9 @@ from observability.request_context import HEADER as REQUEST_ID_HEADER, bind_requ
 
 from . import relay, services
 from .auth import resolve_api_key
-from .create_request import parse_create_request
 from .bus import event_bus
 from .cancellation import cancellation
+from .create_request import NUL_MESSAGE, contains_nul, parse_create_request
 from .errors import (BodyTooLarge, InvalidRequest, NotFound, ServerError, as_api_error,
                      error_body)
 from .models import TERMINAL_STATUSES, StoredResponse
@@ -35,8 +35,8 @@ log = logging.getLogger(__name__)
 
 HOT_PATH = "/v1/responses"
 HOT_ROUTE = "v1/responses"  # its route label in metrics, as Django names its URL pattern
-RESPONSE_PATH = re.compile(r"^/v1/responses/([^/]+)$")
-RESPONSE_ROUTE = "v1/responses/<str:response_id>"
+RESPONSE_PATH = re.compile(r"^/v1/responses/([^/\x00]+)$")  # as the `id` path converter
+RESPONSE_ROUTE = "v1/responses/<id:response_id>"
 # A run that ended this recently may not have published its end yet: follow, don't refuse.
 JUST_ENDED_SECONDS = 10
 
@@ -123,6 +123,8 @@ def _create(authorization, body, exchange):
         except orjson.JSONDecodeError as exc:
             raise InvalidRequest(f"We could not parse the JSON body of your request: {exc}.",
                                  code="invalid_json") from None
+        if b"\\u0000" in body and contains_nul(payload):  # Postgres text cannot hold NUL
+            raise InvalidRequest(NUL_MESSAGE, code="invalid_value")
         create = parse_create_request(payload)
         context = {"request_id": exchange.request_id, **admission.run_context()}
         return services.response_create(principal.tenant, create, context), create

@@ -106,6 +106,20 @@ def parse_create_request(body) -> CreateRequest:
     )
 
 
+NUL_MESSAGE = "Strings in the request may not contain the NUL character (\\u0000)."
+
+
+def contains_nul(value) -> bool:
+    """True if a NUL character is in any string (or key) of a parsed JSON value."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(contains_nul(k) or contains_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(contains_nul(v) for v in value)
+    return False
+
+
 # --- input items ---------------------------------------------------------------------------
 
 def normalize_input(value, param: str = "input") -> list[dict]:
@@ -124,7 +138,7 @@ def _item(item, param) -> dict:
     kind = item.get("type")
     if kind is None and "role" in item:
         kind = "message"
-    builder = ITEM_BUILDERS.get(kind)
+    builder = ITEM_BUILDERS.get(kind) if isinstance(kind, str) else None
     if builder is None:
         raise InvalidRequest(f"Invalid value for '{param}.type': {kind!r} is not a supported "
                              f"input item type.", param=f"{param}.type", code="invalid_value")
@@ -133,7 +147,7 @@ def _item(item, param) -> dict:
 
 def _message(item, param) -> dict:
     role = item.get("role")
-    if role not in MESSAGE_ROLES:
+    if not isinstance(role, str) or role not in MESSAGE_ROLES:
         raise InvalidRequest(f"Invalid value for '{param}.role': must be one of "
                              f"{sorted(MESSAGE_ROLES)}.", param=f"{param}.role", code="invalid_value")
     content = item.get("content")
@@ -428,7 +442,7 @@ def _choice(body, name, allowed, default):
     value = body.get(name)
     if value is None:
         return default
-    if value not in allowed:
+    if not isinstance(value, str) or value not in allowed:
         raise InvalidRequest(f"'{name}' must be one of {sorted(allowed)}.", param=name,
                              code="invalid_value")
     return value

@@ -11,11 +11,17 @@ from .errors import APIError, NotFound, error_response
 from .paging import page_params
 
 
-@csrf_exempt
-def create_response(request):
-    """POST is served by the ASGI front (asgi_front.py); any other method lands here."""
-    raise APIError(f"Method {request.method} is not allowed here.", status=405,
-                   code="method_not_allowed")
+class ResponseCollection(APIView):
+    """POST is served by the ASGI front (asgi_front.py), which Django never sees; this view
+    carries its OpenAPI description (api_schema) and answers other methods with a 405."""
+
+    def post(self, request):
+        raise APIError("POST /v1/responses is served by the ASGI application "
+                       "(gateway.asgi); this server runs without it.", status=405,
+                       code="method_not_allowed")
+
+
+create_response = ResponseCollection.as_view()
 
 
 class ResponseDetail(APIView):
@@ -45,7 +51,7 @@ class ModelList(APIView):
         return Response({"object": "list", "data": models_catalog.list_models()})
 
 
-@csrf_exempt
+@csrf_exempt  # an API route: no CSRF page for an unknown POST/DELETE, a JSON 404
 def not_found(request, *args, **kwargs):
     raise NotFound(f"Unknown route: {request.method} {request.path}.", code="unknown_route")
 

@@ -9,7 +9,8 @@ Routes:
   GET    /v1/models            the named scenarios
   GET    /_log                 recorded requests ``[{"path", "headers", "body"}]``
   DELETE /_log                 clear the log
-  GET    /_stats               ``{"requests", "disconnects", "completed"}``
+  GET    /_stats               ``{"requests", "disconnects", "completed", "in_flight",
+                                "max_in_flight"}`` (streams open now, and at most at once)
 
 In-process use::
 
@@ -33,7 +34,8 @@ import time
 import orjson
 import uvicorn
 
-from tests.upstream_scenarios import CREATED, SCENARIOS, Scenario, accumulate, is_cacheable, scenario_for
+from tests.upstream_scenarios import (CREATED, SCENARIOS, Scenario, accumulate, flaky_failure, is_cacheable,
+                                      scenario_for)
 
 try:
     import httptools  # noqa: F401
@@ -69,8 +71,10 @@ class FakeUpstreamApp:
     def __init__(self, record: bool = True) -> None:
         self.record = record
         self.log: list[dict] = []
-        self.counters = {"requests": 0, "disconnects": 0, "completed": 0}
+        self.counters = {"requests": 0, "disconnects": 0, "completed": 0, "in_flight": 0,
+                         "max_in_flight": 0}
         self._frames: dict[str, list[bytes]] = {}
+        self._failures_served: dict[str, int] = {}  # fake-flaky model -> failures sent
 
     # -- helpers ---------------------------------------------------------------
 
@@ -142,6 +146,10 @@ class FakeUpstreamApp:
             return
         model = str(body.get("model") or "")
         sc = scenario_for(model, body)
+        flaky = flaky_failure(model)
+        if flaky is not None and self._failures_served.get(model, 0) < flaky[1]:
+            self._failures_served[model] = self._failures_served.get(model, 0) + 1
+            sc = flaky[0]
         extra = [(k.lower().encode(), str(v).encode()) for k, v in sc.headers.items()]
         if sc.status != 200:
             await self._respond(send, sc.status, orjson.dumps(sc.error_body or {}), JSON_HEADERS + extra)
@@ -159,6 +167,9 @@ class FakeUpstreamApp:
                 gone.set()
 
         watcher = asyncio.ensure_future(watch())
+        counters = self.counters
+        counters["in_flight"] += 1
+        counters["max_in_flight"] = max(counters["max_in_flight"], counters["in_flight"])
         try:
             await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS + extra})
             if sc.first_byte_delay:
@@ -186,6 +197,7 @@ class FakeUpstreamApp:
         except OSError:  # transport failed under us: the client went away
             self.counters["disconnects"] += 1
         finally:
+            counters["in_flight"] -= 1
             watcher.cancel()
 
     async def non_stream(self, send, sc: Scenario, extra: list) -> None:

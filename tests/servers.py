@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,6 +80,11 @@ class Deployment:
 
     def new_api_key(self, tenant: str) -> str:
         return self.manage("create_tenant", tenant).strip().splitlines()[-1]
+
+    def client(self, api_key: str) -> httpx.Client:
+        """An HTTP client for this deployment's /v1, authenticated with `api_key`."""
+        return httpx.Client(base_url=self.base_url, timeout=30,
+                            headers={"Authorization": f"Bearer {api_key}"})
 
     def start(self) -> None:
         self._starts += 1

@@ -130,7 +130,7 @@ def test_metrics_change_as_requests_are_served(stack, api):
     requests = "gateway_http_requests_total"
     assert delta(before, after, requests, route="v1/responses", method="POST", status="200") == 2
     assert delta(before, after, requests, route="v1/responses", method="POST", status="502") == 1
-    assert delta(before, after, requests, route="v1/responses/<str:response_id>",
+    assert delta(before, after, requests, route="v1/responses/<id:response_id>",
                  method="GET", status="404") == 1
     assert delta(before, after, "gateway_events_relayed_total") == len(events)
     assert after[("gateway_active_streams", ())] == 0

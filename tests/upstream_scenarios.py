@@ -14,6 +14,9 @@ Dynamic model names handled by :func:`scenario_for`:
 * ``fake-tool-caller``   -- scripted by the conversation: after tool results, answers
   ``Results: <result> | <result>``; else each line ``call <function> <json arguments>`` of the
   last user message becomes a tool call (arguments streamed in two pieces); else ``No tools.``;
+* ``fake-flaky-<status>x<n>[-<tag>]`` -- the first ``n`` requests for this exact model name
+  fail with HTTP ``status`` (a 429 carries ``retry-after: 0``), later ones are ``fake-text``
+  (the server counts per model name: use a fresh tag per test);
 * anything else unknown  -- ``fake-text``.
 """
 
@@ -200,6 +203,17 @@ def _slow(ms: int) -> Scenario:
 
 
 _BENCH = re.compile(r"bench-(\d+)-(\d+)")
+_FLAKY = re.compile(r"fake-flaky-(\d{3})x(\d+)(-.*)?")
+
+
+def flaky_failure(model: str) -> tuple[Scenario, int] | None:
+    """For ``fake-flaky-…`` names: the failure to serve and how many times, else None."""
+    m = _FLAKY.fullmatch(model or "")
+    if m is None:
+        return None
+    status, times = int(m[1]), int(m[2])
+    headers = {"retry-after": "0"} if status == 429 else {}
+    return _error(status, f"flaky upstream: HTTP {status}", "server_error", headers=headers), times
 _SLOW = re.compile(r"fake-slow-(\d+)")
 
 

@@ -16,6 +16,8 @@ from django.db import connection
 
 from mcp_tools.run_plan import mcp_run_plan
 from mcp_tools.runner import McpToolLoop
+from upstreams.retry_policy import RetryPolicy
+from upstreams.routing import Route, route_for_model
 
 from ..bus import StreamFenced, event_bus
 from ..bus.entries import Entry, error_entry
@@ -28,7 +30,7 @@ from ..translation.state_machine import ResponseTranslator, TranslatorOptions
 from . import loop, result_store
 from .heartbeat import worker_id
 from .run_observer import observed_run
-from .upstream import UpstreamRejected, UpstreamStreamFailed, UpstreamTarget, open_chat_stream
+from .upstream import UpstreamRejected, UpstreamStreamFailed, open_chat_stream
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +66,10 @@ def execute_run(response_id: str) -> None:
 def _run_claimed(job, run) -> None:
     response_id = job.response_id
     mcp_plan = mcp_run_plan(job)
+    route = route_for_model(job.resource["model"])  # cached: no query per run
     connection.close()  # back to the pool while streaming; runs outnumber connections
     try:
-        generated = run.generated = loop.run(_generate(job, mcp_plan))
+        generated = run.generated = loop.run(_generate(job, route, mcp_plan))
     finally:
         if job.cancellable:
             cancellation().forget(response_id)
@@ -100,13 +103,12 @@ def _run_claimed(job, run) -> None:
     loop.run(writer.append(Entry(first, last, data, end=True)))
 
 
-def _target() -> UpstreamTarget:
-    return UpstreamTarget(base_url=settings.UPSTREAM_BASE_URL, api_key=settings.UPSTREAM_API_KEY,
-                          connect_timeout=settings.UPSTREAM_CONNECT_TIMEOUT,
-                          idle_timeout=settings.UPSTREAM_TIMEOUT)
+def _retry_policy() -> RetryPolicy:
+    return RetryPolicy(max_retries=settings.UPSTREAM_MAX_RETRIES,
+                       max_wait=settings.UPSTREAM_RETRY_MAX_WAIT)
 
 
-async def _generate(job, mcp_plan=None) -> Generated:
+async def _generate(job, route: Route, mcp_plan=None) -> Generated:
     writer = event_bus().writer(job.response_id)
     reasoning = job.resource.get("reasoning") or {}
     translator = ResponseTranslator(job.resource, TranslatorOptions(
@@ -126,8 +128,8 @@ async def _generate(job, mcp_plan=None) -> Generated:
             await writer.append(Entry(first, stamper.next_sequence_number - 1, data),
                                 urgent=urgent)
 
-    running = asyncio.ensure_future(_run_turns(job, mcp_plan, translator, stamper, writer, emit,
-                                               result))
+    running = asyncio.ensure_future(_run_turns(job, route, mcp_plan, translator, stamper,
+                                               writer, emit, result))
     watch = None
     if job.cancellable:
         def cancel():
@@ -176,7 +178,7 @@ async def _generate(job, mcp_plan=None) -> Generated:
     return result
 
 
-async def _run_turns(job, mcp_plan, translator, stamper, writer, emit, result) -> None:
+async def _run_turns(job, route, mcp_plan, translator, stamper, writer, emit, result) -> None:
     """The upstream turns of one response, up to (not including) its end: one turn, or with
     MCP tools, turns until the model stops calling them (see mcp_tools.runner)."""
     body = job.chat.body
@@ -186,7 +188,7 @@ async def _run_turns(job, mcp_plan, translator, stamper, writer, emit, result) -
         await emit(translator.start(), urgent=False)
         body = await tools.prepare()
     while body is not None:
-        await _stream_turn(translator, stamper, writer, body, result)
+        await _stream_turn(route, translator, stamper, writer, body, result)
         if tools is None:
             break
         events, calls = translator.end_turn()
@@ -194,10 +196,11 @@ async def _run_turns(job, mcp_plan, translator, stamper, writer, emit, result) -
         body = await tools.after_turn(calls)
 
 
-async def _stream_turn(translator, stamper, writer, body, result) -> None:
+async def _stream_turn(route, translator, stamper, writer, body, result) -> None:
     """One upstream call, its chunks translated onto the bus (the response's start events
     go first, once the upstream accepted, unless they were sent already)."""
-    async with open_chat_stream(_target(), body, settings.STREAM_BATCH_MS / 1000) as batches:
+    async with open_chat_stream(route, body, settings.STREAM_BATCH_MS / 1000,
+                                _retry_policy()) as batches:
         if stamper.next_sequence_number == 0:
             # not urgent: it usually travels with the first delta, which is
             await writer.append(Entry(0, 1, stamper.render(translator.start())))

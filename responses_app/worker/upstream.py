@@ -3,28 +3,33 @@
 aiohttp, not httpx, on this path: reading a 200-chunk paced stream costs it ~4 ms of CPU
 against httpx's ~11 ms (measured here), and this is the gateway's hottest loop.
 
-Failures before the first byte raise UpstreamRejected with the HTTP status to answer with
-(a 429 stays a 429); failures after it raise UpstreamStreamFailed with the code to put in
-`response.failed`. No byte for `idle_timeout` seconds is a `request_timeout`.
+The target is an upstream route (upstreams.routing.Route): its URL, key, timeouts, extra
+headers and concurrency limit. Failures before the first byte are retried as the
+RetryPolicy allows (connection failures, 429/502/503/504), then raise UpstreamRejected
+with the HTTP status to answer with (a 429 stays a 429); failures after it are never
+retried and raise UpstreamStreamFailed with the code to put in `response.failed`. No byte
+for `idle_timeout` seconds is a `request_timeout`.
 """
 import asyncio
+import logging
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 
 import aiohttp
 import orjson
 
+from upstreams.limits import UpstreamBusy, upstream_slot
+from upstreams.retry_policy import RetryPolicy, delay_before_retry
+from upstreams.routing import Route
+
 from ..errors import error_body
 
+log = logging.getLogger(__name__)
+
 _sessions: dict = {}  # event loop -> aiohttp.ClientSession
-
-
-@dataclass(frozen=True)
-class UpstreamTarget:
-    base_url: str
-    api_key: str
-    connect_timeout: float
-    idle_timeout: float
+# Failures where no response byte arrived and the request is safe to send again.
+RETRYABLE_CONNECTION_ERRORS = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError,
+                               aiohttp.ServerDisconnectedError)
+NO_RETRY = RetryPolicy()
 
 
 class UpstreamRejected(Exception):
@@ -57,33 +62,65 @@ def http_session() -> aiohttp.ClientSession:
 
 
 @asynccontextmanager
-async def open_chat_stream(target: UpstreamTarget, body: dict, read_interval: float = 0.0):
+async def open_chat_stream(target: Route, body: dict, read_interval: float = 0.0,
+                           retry: RetryPolicy = NO_RETRY):
     """POST the chat request and yield an async iterator of decoded chunks, a list per read."""
+    if target.problem:
+        raise UpstreamRejected(502, error_body(target.problem, "server_error", None,
+                                               "upstream_misconfigured"))
     headers = {"content-type": "application/json", "accept": "text/event-stream",
-               "accept-encoding": "identity"}
-    if target.api_key:
-        headers["authorization"] = f"Bearer {target.api_key}"
+               "accept-encoding": "identity", **target.request_headers()}
+    try:
+        # waiting for a slot counts as connecting: the client is waiting for its first event
+        async with upstream_slot(target, wait=target.connect_timeout):
+            response = await _post_until_answered(target, orjson.dumps(body), headers, retry)
+            try:
+                yield _chunk_batches(response, read_interval)
+            finally:
+                response.release()
+    except UpstreamBusy as busy:
+        raise UpstreamRejected(503, error_body(str(busy), "server_error", None, "upstream_busy"),
+                               {"Retry-After": "1"}) from None
+
+
+async def _post_until_answered(target: Route, data: bytes, headers: dict,
+                               retry: RetryPolicy) -> aiohttp.ClientResponse:
+    """The upstream's successful response, after retries allowed before its first byte."""
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=target.connect_timeout,
                                     sock_read=target.idle_timeout)
-    try:
-        response = await http_session().post(f"{target.base_url}/chat/completions",
-                                             data=orjson.dumps(body), headers=headers,
-                                             timeout=timeout)
-    except (asyncio.TimeoutError, aiohttp.ServerTimeoutError) as exc:
-        raise UpstreamRejected(504, error_body(
+    retries_made = 0
+    while True:
+        status = retry_after = None
+        try:
+            response = await http_session().post(f"{target.base_url}/chat/completions",
+                                                 data=data, headers=headers, timeout=timeout)
+        except RETRYABLE_CONNECTION_ERRORS as exc:
+            failure = _connection_failure(exc)
+        except (asyncio.TimeoutError, aiohttp.ClientError) as exc:
+            raise _connection_failure(exc) from exc  # it may be generating: not sent twice
+        else:
+            if response.status < 400:
+                return response
+            status, retry_after = response.status, response.headers.get("retry-after")
+            content = await _read_error_body(response)
+            response.release()
+            failure = rejected_from_response(status, response.headers, content)
+        delay = delay_before_retry(retry, retries_made, status=status, retry_after=retry_after)
+        if delay is None:
+            raise failure
+        retries_made += 1
+        log.info("upstream %s: %s; retry %d in %.2fs", target.name, failure, retries_made, delay)
+        await asyncio.sleep(delay)
+
+
+def _connection_failure(exc: Exception) -> "UpstreamRejected":
+    if isinstance(exc, asyncio.TimeoutError):
+        return UpstreamRejected(504, error_body(
             f"The upstream model server did not answer in time ({type(exc).__name__}).",
-            "server_error", None, "upstream_timeout")) from exc
-    except aiohttp.ClientError as exc:
-        raise UpstreamRejected(502, error_body(
-            f"The upstream model server could not be reached: {exc!s}.",
-            "server_error", None, "upstream_unreachable")) from exc
-    try:
-        if response.status >= 400:
-            raise rejected_from_response(response.status, response.headers,
-                                         await _read_error_body(response))
-        yield _chunk_batches(response, read_interval)
-    finally:
-        response.release()
+            "server_error", None, "upstream_timeout"))
+    return UpstreamRejected(502, error_body(
+        f"The upstream model server could not be reached: {exc!s}.",
+        "server_error", None, "upstream_unreachable"))
 
 
 async def _read_error_body(response) -> bytes:

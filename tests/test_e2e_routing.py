@@ -1,0 +1,216 @@
+"""Upstream routing on the production path: routes set with `manage.py upstream_route`,
+two more fake upstreams on 127.0.0.1 beside the default one, retries before the first
+byte only, and a per-route concurrency limit."""
+import concurrent.futures
+import time
+
+import psycopg
+import pytest
+from cryptography.fernet import Fernet
+
+from tests.conftest import production_deployment
+from tests.fake_upstream import FakeUpstream
+from tests.oracles import check_sse_stream, validate_response
+from tests.servers import SPARE_REDIS_DB, free_port
+from tests.upstream_scenarios import HELLO, SCENARIOS
+
+ENCRYPTION_KEY = Fernet.generate_key().decode()
+SECOND_KEY = "sk-second-upstream-secret"
+TEXT = "".join(HELLO)
+
+
+@pytest.fixture(scope="module")
+def second_upstream():
+    with FakeUpstream() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def narrow_upstream():
+    with FakeUpstream() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def routed(upstream, second_upstream, narrow_upstream, tmp_path_factory):
+    """A deployment whose default upstream is the shared fake, with routes to two more."""
+    with production_deployment(upstream, tmp_path_factory, "routing", SPARE_REDIS_DB,
+                               ENCRYPTION_KEYS=ENCRYPTION_KEY, UPSTREAM_RETRY_MAX_WAIT="1",
+                               SECOND_UPSTREAM_KEY=SECOND_KEY) as deployment:
+        # before the first request: every process loads the route table on first use
+        deployment.manage("upstream_route", "set", "second", "--model", "model-b",
+                          "--base-url", second_upstream.base_url,
+                          "--api-key-env", "SECOND_UPSTREAM_KEY", "--header", "X-Org=acme")
+        deployment.manage("upstream_route", "set", "tools", "--model", "fake-tool*",
+                          "--base-url", second_upstream.base_url,
+                          "--api-key-env", "SECOND_UPSTREAM_KEY")
+        deployment.manage("upstream_route", "set", "narrow", "--model", "bench-*",
+                          "--base-url", narrow_upstream.base_url, "--max-concurrency", "2")
+        deployment.manage("upstream_route", "set", "single", "--model", "fake-slow*",
+                          "--base-url", narrow_upstream.base_url, "--max-concurrency", "1",
+                          "--connect-timeout", "1")
+        deployment.manage("upstream_route", "set", "nowhere", "--model", "nowhere",
+                          "--base-url", f"http://127.0.0.1:{free_port()}/v1",
+                          "--connect-timeout", "1")
+        yield deployment
+
+
+@pytest.fixture(scope="module")
+def routed_key(routed):
+    return routed.new_api_key("dave")
+
+
+@pytest.fixture
+def client(routed, routed_key):
+    with routed.client(routed_key) as api:
+        yield api
+
+
+def requests_for(server, model):
+    return [r for r in server.requests() if r["body"]["model"] == model]
+
+
+def test_an_exact_route_sends_the_model_to_its_upstream_with_its_key_and_headers(
+        client, upstream, second_upstream):
+    with client.stream("POST", "/responses", json={"model": "model-b", "input": "hi",
+                                                   "stream": True}) as response:
+        assert response.status_code == 200
+        raw = response.read()
+    _, final = check_sse_stream(raw)
+    assert final["model"] == "model-b"
+    assert final["output"][0]["content"][0]["text"] == TEXT
+    [sent] = requests_for(second_upstream, "model-b")
+    assert sent["headers"]["authorization"] == f"Bearer {SECOND_KEY}"
+    assert sent["headers"]["x-org"] == "acme"
+    assert requests_for(upstream, "model-b") == []
+
+
+def test_a_prefix_route_takes_its_models_and_the_rest_go_to_the_default(
+        client, upstream, second_upstream):
+    tools = client.post("/responses", json={"model": "fake-tools", "input": "weather?"})
+    assert tools.status_code == 200
+    validate_response(tools.json())
+    assert [item["name"] for item in tools.json()["output"]] == ["get_weather", "get_time"]
+    assert len(requests_for(second_upstream, "fake-tools")) == 1
+    assert requests_for(upstream, "fake-tools") == []
+
+    upstream.clear()
+    text = client.post("/responses", json={"model": "fake-text", "input": "hi"})
+    assert text.json()["output"][0]["content"][0]["text"] == TEXT
+    assert requests_for(second_upstream, "fake-text") == []
+    [sent] = requests_for(upstream, "fake-text")
+    assert "authorization" not in sent["headers"]  # the default route has no key here
+
+
+def test_models_lists_each_routed_model_once_by_the_route_that_serves_it(client):
+    body = client.get("/models").json()
+    tool_models = [name for name in SCENARIOS if name.startswith("fake-tool")]
+    assert tool_models == ["fake-tools", "fake-tool-one-piece"]
+    assert [(m["id"], m["owned_by"]) for m in body["data"]] == [
+        ("model-b", "second"), ("nowhere", "nowhere"),  # exact routes, by name
+        # then prefix routes, longest first (equal lengths by pattern): the models their
+        # upstream reports under the prefix
+        ("fake-slow", "fake"),
+        *((name, "fake") for name in tool_models),
+        *((name, "fake") for name in SCENARIOS
+          if name not in tool_models and name != "fake-slow"),  # the default's
+    ]
+
+
+def test_an_upstream_failing_before_its_first_byte_is_retried(client, upstream):
+    # 503, 503, then a stream: two retries (UPSTREAM_MAX_RETRIES defaults to 2)
+    with client.stream("POST", "/responses", json={"model": "fake-flaky-503x2-a", "input": "hi",
+                                                   "stream": True}) as response:
+        assert response.status_code == 200
+        raw = response.read()
+    _, final = check_sse_stream(raw)
+    assert final["output"][0]["content"][0]["text"] == TEXT
+    assert len(requests_for(upstream, "fake-flaky-503x2-a")) == 3
+
+    # a 429 whose Retry-After (0 s) is within UPSTREAM_RETRY_MAX_WAIT is waited out
+    response = client.post("/responses", json={"model": "fake-flaky-429x1-b", "input": "hi"})
+    assert response.status_code == 200
+    assert response.json()["status"] == "completed"
+    assert len(requests_for(upstream, "fake-flaky-429x1-b")) == 2
+
+
+def test_retries_give_up_with_the_last_upstream_error(client, upstream):
+    response = client.post("/responses", json={"model": "fake-flaky-502x5-c", "input": "hi"})
+    assert response.status_code == 502
+    assert response.json()["error"]["code"] == "upstream_error"
+    assert len(requests_for(upstream, "fake-flaky-502x5-c")) == 3
+
+
+@pytest.mark.parametrize("model, status, code", [
+    ("fake-500", 502, "upstream_error"),           # not a "try later" status
+    ("fake-400", 400, "upstream_invalid_request"),
+    ("fake-429", 429, "rate_limit_exceeded"),      # Retry-After 7 s is over the 1 s cap
+])
+def test_failures_that_retrying_cannot_fix_are_answered_at_once(client, upstream, model,
+                                                                status, code):
+    upstream.clear()
+    response = client.post("/responses", json={"model": model, "input": "hi"})
+    assert response.status_code == status
+    assert response.json()["error"]["code"] == code
+    assert len(requests_for(upstream, model)) == 1
+    if status == 429:
+        assert response.headers["retry-after"] == "7"
+
+
+def test_a_stream_that_fails_after_output_began_is_never_retried(client, upstream):
+    upstream.clear()
+    with client.stream("POST", "/responses", json={"model": "fake-drop", "input": "hi",
+                                                   "stream": True}) as response:
+        raw = response.read()
+    _, final = check_sse_stream(raw)
+    assert final["status"] == "failed"
+    assert len(requests_for(upstream, "fake-drop")) == 1
+
+
+def test_an_unreachable_route_is_a_502_not_a_fallback(client, upstream):
+    upstream.clear()
+    response = client.post("/responses", json={"model": "nowhere", "input": "hi"})
+    assert response.status_code == 502
+    assert response.json()["error"]["code"] == "upstream_unreachable"
+    assert requests_for(upstream, "nowhere") == []
+
+
+def test_a_route_holds_at_most_its_concurrency_limit_of_open_streams(client, narrow_upstream):
+    def create(i):
+        return client.post("/responses", json={"model": "bench-20-40", "input": f"run {i}"})
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=6) as pool:
+        replies = list(pool.map(create, range(6)))
+    assert [r.status_code for r in replies] == [200] * 6
+    assert all(r.json()["status"] == "completed" for r in replies)
+    stats = narrow_upstream.stats()
+    assert stats["requests"] == 6
+    assert stats["max_in_flight"] == 2
+
+
+def test_a_run_that_finds_no_free_slot_in_time_gets_a_503(client, narrow_upstream):
+    def hold_the_only_slot():  # the upstream waits 3 s before its first byte
+        return client.post("/responses", json={"model": "fake-slow-3000", "input": "first"})
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        first = pool.submit(hold_the_only_slot)
+        deadline = time.monotonic() + 10
+        while narrow_upstream.stats()["in_flight"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert narrow_upstream.stats()["in_flight"] == 1
+        second = client.post("/responses", json={"model": "fake-slow-10", "input": "second"})
+        assert second.status_code == 503
+        assert second.headers["retry-after"] == "1"
+        assert second.json()["error"] == {
+            "message": "The upstream 'single' is at its limit of 1 concurrent requests.",
+            "type": "server_error", "param": None, "code": "upstream_busy"}
+        assert first.result().json()["status"] == "completed"
+
+
+def test_route_keys_are_stored_encrypted(routed):
+    with psycopg.connect(routed.env["DATABASE_URL"]) as conn:
+        rows = dict(conn.execute(
+            "SELECT name, api_key_encrypted FROM upstream_routes ORDER BY name").fetchall())
+    assert rows["narrow"] == rows["single"] == ""
+    assert SECOND_KEY not in rows["second"]
+    assert Fernet(ENCRYPTION_KEY.encode()).decrypt(rows["second"].encode()).decode() == SECOND_KEY

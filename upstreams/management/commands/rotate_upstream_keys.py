@@ -1,0 +1,28 @@
+"""`manage.py rotate_upstream_keys`: re-encrypt every stored upstream key under the first
+key of ENCRYPTION_KEYS (run it after putting a new key first; then drop the old one)."""
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from upstreams.models import UpstreamRoute
+from upstreams.secrets import SecretUnreadable, reencrypt
+
+
+class Command(BaseCommand):
+    help = "Re-encrypt the stored upstream API keys with the first key of ENCRYPTION_KEYS."
+
+    def handle(self, *args, **options):
+        rotated, unreadable = 0, []
+        with transaction.atomic():
+            for route in UpstreamRoute.objects.select_for_update().exclude(api_key_encrypted=""):
+                try:
+                    route.api_key_encrypted = reencrypt(route.api_key_encrypted)
+                except SecretUnreadable:
+                    unreadable.append(route.name)
+                    continue
+                route.save(update_fields=["api_key_encrypted"])
+                rotated += 1
+        self.stdout.write(f"Re-encrypted {rotated} upstream key(s).")
+        if unreadable:
+            names = ", ".join(unreadable)
+            raise CommandError(f"No key in ENCRYPTION_KEYS opens the key of: {names} "
+                               "(the others were re-encrypted).")

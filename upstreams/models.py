@@ -1,0 +1,70 @@
+"""Upstream routes: a model name or prefix → the Chat Completions server that serves it.
+
+Requests whose model matches no route go to the deployment default (UPSTREAM_BASE_URL).
+The API key is stored encrypted (upstreams.secrets); nothing reads it but the router.
+"""
+import re
+
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from . import secrets
+
+HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+
+def validate_base_url(value: str) -> None:
+    """An http(s) URL (service names without a dot, like `http://vllm:8000/v1`, allowed)."""
+    if not re.match(r"^https?://[^/\s]+(/\S*)?$", value):
+        raise ValidationError("Enter an http:// or https:// URL, e.g. http://vllm:8000/v1.")
+
+
+def validate_extra_headers(value) -> None:
+    if not isinstance(value, dict) or not all(
+        isinstance(name, str) and HEADER_NAME.match(name) and isinstance(v, str)
+        and "\r" not in v and "\n" not in v
+        for name, v in value.items()
+    ):
+        raise ValidationError('Extra headers must be an object of header names to strings, '
+                              'e.g. {"x-org": "acme"}.')
+
+
+def validate_model_pattern(value: str) -> None:
+    if not value or "*" in value[:-1] or value == "*":
+        raise ValidationError("Enter a model name, or a prefix followed by one '*' (e.g. gpt-*).")
+
+
+class UpstreamRoute(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    model_pattern = models.CharField(
+        max_length=200, unique=True, validators=[validate_model_pattern],
+        help_text="A model name (exact match), or a prefix ending in '*' such as 'gpt-*'. "
+                  "An exact match wins over a prefix, a longer prefix over a shorter one.")
+    base_url = models.CharField(max_length=500, validators=[validate_base_url],
+                                help_text="The Chat Completions server, ending in /v1.")
+    api_key_encrypted = models.TextField(blank=True, default="", editable=False)
+    connect_timeout = models.FloatField(
+        null=True, blank=True, help_text="Seconds; empty: UPSTREAM_CONNECT_TIMEOUT.")
+    read_timeout = models.FloatField(
+        null=True, blank=True,
+        help_text="Seconds without a byte before a run fails; empty: UPSTREAM_TIMEOUT.")
+    extra_headers = models.JSONField(default=dict, blank=True,
+                                     validators=[validate_extra_headers])
+    max_concurrency = models.PositiveIntegerField(
+        default=0, help_text="Open upstream streams per worker process; 0: no limit.")
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "upstream_routes"
+        ordering = ["model_pattern"]
+
+    def __str__(self):
+        return f"{self.name} ({self.model_pattern} → {self.base_url})"
+
+    def set_api_key(self, plaintext: str) -> None:
+        self.api_key_encrypted = secrets.encrypt(plaintext) if plaintext else ""
+
+    def api_key(self) -> str:
+        return secrets.decrypt(self.api_key_encrypted) if self.api_key_encrypted else ""
