@@ -8,7 +8,7 @@ import threading
 import time
 from collections import deque
 
-from .entries import Entry, StreamFenced
+from .entries import Entry, RetainedLog, StreamFenced
 from .subscription import Subscription
 
 
@@ -37,6 +37,7 @@ class MemoryEventBus:
                 log.writer = writer
             elif log.writer is not writer or (log.entries and log.entries[-1].end):
                 raise StreamFenced(response_id)
+            entry.at = time.time()
             log.entries.append(entry)
             subscribers = list(log.subscribers)
             if entry.end:
@@ -61,6 +62,19 @@ class MemoryEventBus:
         for entry in backlog:
             subscription.deliver(entry)
         return subscription
+
+    def retained(self, response_id: str) -> RetainedLog | None:
+        """The whole log of a response while it is kept, or None."""
+        with self._lock:
+            self._expire()
+            log = self._logs.get(response_id)
+            if log is None or not log.entries:
+                return None
+            entries = list(log.entries)
+        expires_in = None
+        if entries[-1].end:
+            expires_in = max(0.0, entries[-1].at + self.retention_seconds - time.time())
+        return RetainedLog(entries, expires_in)
 
     def _unsubscribe(self, subscription: Subscription) -> None:
         with self._lock:

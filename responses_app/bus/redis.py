@@ -8,17 +8,21 @@ entry `0-1`. Streams expire (PEXPIRE) `retention_seconds` after their last entry
 Writers coalesce: entries of a stream written within `flush_interval` become one Redis
 entry, and all pending streams go out in one pipeline. Urgent entries (the start, the
 first text, the end) go out at once. Readers share one multiplexed XREAD per process.
+Each Redis entry carries the time it was flushed (`t`, Unix milliseconds): one small field
+per write, read only by the admin's event view.
 """
 import asyncio
 import logging
 import os
+import time
 
 import orjson
+import redis
 import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
 from ..errors import error_body
-from .entries import Entry, StreamFenced, error_entry
+from .entries import Entry, RetainedLog, StreamFenced, error_entry
 from .subscription import Subscription
 
 log = logging.getLogger(__name__)
@@ -26,6 +30,7 @@ log = logging.getLogger(__name__)
 KEY_PREFIX = "gw:events:"
 ERROR_ENTRY_ID = "0-1"
 READ_BLOCK_MS = 30_000
+RETAINED_READ_LIMIT = 10_000  # entries the admin reads of one stream at most
 
 
 def _client(url: str) -> aioredis.Redis:
@@ -39,21 +44,23 @@ def stream_key(response_id: str) -> str:
     return KEY_PREFIX + response_id
 
 
-def encode(entry: Entry) -> dict:
+def encode(entry: Entry, at_ms: int) -> dict:
     if entry.error is not None:
-        return {"x": orjson.dumps(entry.error)}
-    fields = {"f": entry.first, "d": entry.data}
+        return {"x": orjson.dumps(entry.error), "t": at_ms}
+    fields = {"f": entry.first, "d": entry.data, "t": at_ms}
     if entry.end:
         fields["e"] = 1
     return fields
 
 
 def decode(entry_id: bytes, fields: dict) -> Entry:
+    at = int(fields[b"t"]) / 1000 if b"t" in fields else None
     if b"x" in fields:
         error = orjson.loads(fields[b"x"])
-        return Entry(first=-1, last=-1, data=b"", end=True, error=error)
+        return Entry(first=-1, last=-1, data=b"", end=True, error=error, at=at)
     last = int(entry_id.split(b"-", 1)[1])
-    return Entry(first=int(fields[b"f"]), last=last, data=fields[b"d"], end=b"e" in fields)
+    return Entry(first=int(fields[b"f"]), last=last, data=fields[b"d"], end=b"e" in fields,
+                 at=at)
 
 
 class RedisEventBus:
@@ -66,6 +73,7 @@ class RedisEventBus:
         self.read_coalesce = read_coalesce
         self._writers: dict = {}  # event loop -> _StreamWriter
         self._hubs: dict = {}     # event loop -> _ReadHub
+        self._sync_client: redis.Redis | None = None
 
     # --- writing (the run's loop) --------------------------------------------------------------
     def writer(self, response_id: str) -> "RedisLogWriter":
@@ -82,6 +90,20 @@ class RedisEventBus:
         if hub is None:
             hub = self._hubs[loop] = _ReadHub(self)
         return await hub.subscribe(response_id, after)
+
+    # --- reading whole (the admin, sync) ---------------------------------------------------------
+    def retained(self, response_id: str) -> RetainedLog | None:
+        """The whole stream of a response while Redis keeps it, or None."""
+        if self._sync_client is None:
+            self._sync_client = redis.Redis.from_url(self.url, socket_timeout=10)
+        with self._sync_client.pipeline(transaction=False) as pipe:
+            pipe.xrange(stream_key(response_id), "-", "+", count=RETAINED_READ_LIMIT)
+            pipe.pttl(stream_key(response_id))
+            raw, ttl_ms = pipe.execute()
+        if not raw:
+            return None
+        return RetainedLog([decode(entry_id, fields) for entry_id, fields in raw],
+                           ttl_ms / 1000 if ttl_ms > 0 else None)
 
 
 class RedisLogWriter:
@@ -134,9 +156,10 @@ class _StreamWriter:
             batch, self.pending = self.pending, {}
             pipe = self.client.pipeline(transaction=False)
             command_keys = []  # the stream each pipelined command wrote to
+            at_ms = int(time.time() * 1000)
             for key, entry in batch.items():
                 entry_id = ERROR_ENTRY_ID if entry.error is not None else f"1-{entry.last}"
-                pipe.xadd(key, encode(entry), id=entry_id)
+                pipe.xadd(key, encode(entry, at_ms), id=entry_id)
                 command_keys.append(key)
                 if entry.end or entry.first == 0:
                     ttl = self.bus.retention_ms if entry.end else self.bus.running_ttl_ms
