@@ -82,15 +82,20 @@ def filtered_responses(filters: dict):
     return rows.order_by("-created_at", "-id")
 
 
-def response_page(filters: dict) -> tuple[list[StoredResponse], str | None]:
-    """One page of matching responses and the cursor of the next page (None at the end)."""
+def page_query(filters: dict):
+    """The query of one page (and one row more, to know whether another page follows)."""
     rows = filtered_responses(filters)
     if filters.get("before"):
         stamp, response_id = filters["before"]
         rows = rows.filter(Q(created_at__lt=stamp) | Q(created_at=stamp, id__lt=response_id))
-    page = list(rows.select_related("tenant").only(*LIST_FIELDS)
-                .annotate(input_preview=Left(KT("input_items__0__content__0__text"),
-                                             PREVIEW_CHARS))[:PAGE_SIZE + 1])
+    return (rows.select_related("tenant").only(*LIST_FIELDS)
+            .annotate(input_preview=Left(KT("input_items__0__content__0__text"), PREVIEW_CHARS))
+            [:PAGE_SIZE + 1])
+
+
+def response_page(filters: dict) -> tuple[list[StoredResponse], str | None]:
+    """One page of matching responses and the cursor of the next page (None at the end)."""
+    page = list(page_query(filters))
     if len(page) <= PAGE_SIZE:
         return page, None
     page = page[:PAGE_SIZE]

@@ -1,7 +1,7 @@
 """A response's chain as turns: its stored ancestors, itself, and the turns that followed.
 
-Ancestors come from the recursive chain walk in `history`; later turns from one recursive
-query over `previous_response_id` (bounded). Where a turn was continued more than once the
+Ancestors come from the recursive chain walk in `history`, later turns from one recursive
+query over `previous_response_id`, both bounded. Where a turn was continued more than once the
 timeline follows the newest continuation and lists the others as branches. Three queries
 whatever the chain's length, none per turn.
 """
@@ -46,7 +46,7 @@ class Turn:
 @dataclass
 class Timeline:
     turns: list[Turn]
-    earlier_not_shown: int
+    earlier_id: str | None  # the turn before the oldest shown, when the walk stopped short
     previous_id: str | None
     next_ids: list[str]
 
@@ -85,17 +85,18 @@ def _turn(row: StoredResponse, is_current: bool, branches: list[str]) -> Turn:
 
 def response_timeline(response: StoredResponse) -> Timeline:
     """The turns around `response`, oldest first."""
-    before = chain_ids(response.tenant_id, response.id)[:-1]
-    earlier_not_shown = max(0, len(before) - MAX_TURNS_BEFORE)
-    before = before[earlier_not_shown:]
+    before = chain_ids(response.tenant_id, response.id, max_depth=MAX_TURNS_BEFORE)[:-1]
     later, children = _later_line(response.tenant_id, response.id)
     rows = {row.id: row for row in StoredResponse.objects.filter(id__in=before + later)}
+    earlier_id = None
+    if len(before) == MAX_TURNS_BEFORE and before[0] in rows:
+        earlier_id = rows[before[0]].previous_response_id
     rows[response.id] = response
     ids = [rid for rid in before + [response.id] + later if rid in rows]
     turns = []
     for rid in ids:
         branches = children.get(rid, [])[1:] if rid == response.id or rid in later else []
         turns.append(_turn(rows[rid], rid == response.id, branches))
-    return Timeline(turns=turns, earlier_not_shown=earlier_not_shown,
+    return Timeline(turns=turns, earlier_id=earlier_id,
                     previous_id=before[-1] if before else None,
                     next_ids=children.get(response.id, []))
