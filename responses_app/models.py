@@ -27,6 +27,9 @@ class ApiKey(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
+    class Meta:
+        verbose_name = "API key"
+
     def __str__(self):
         return f"sk-{self.prefix}_…"
 

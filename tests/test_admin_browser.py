@@ -91,9 +91,15 @@ def test_a_bad_filter_value_shows_the_error_and_no_rows(admin_client, alice):
 
 def test_the_list_shows_the_first_input_escaped(admin_client, alice):
     stored(alice, input_items=[user_message("<b>bold</b> question")])
-    html = admin_client.get(LIST).content.decode()
+    stored(alice, input_items=[{"id": "fco_1", "type": "function_call_output", "call_id": "c",
+                                "output": "<i>sunny</i>"}])
+    page = admin_client.get(LIST)
+    assert [row.input_preview for row in page.context["rows"]] == [
+        "<i>sunny</i>", "<b>bold</b> question"]
+    html = page.content.decode()
     assert "&lt;b&gt;bold&lt;/b&gt; question" in html
-    assert "<b>bold</b>" not in html
+    assert "&lt;i&gt;sunny&lt;/i&gt;" in html
+    assert "<b>bold</b>" not in html and "<i>sunny</i>" not in html
 
 
 # --- access -----------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from datetime import datetime, time, timedelta
 from django import forms
 from django.db.models import Q
 from django.db.models.fields.json import KT
-from django.db.models.functions import Left
+from django.db.models.functions import Coalesce, Left
 from django.utils import timezone
 
 from ..models import ResponseStatus, StoredResponse, Tenant
@@ -89,7 +89,8 @@ def page_query(filters: dict):
         stamp, response_id = filters["before"]
         rows = rows.filter(Q(created_at__lt=stamp) | Q(created_at=stamp, id__lt=response_id))
     return (rows.select_related("tenant").only(*LIST_FIELDS)
-            .annotate(input_preview=Left(KT("input_items__0__content__0__text"), PREVIEW_CHARS))
+            .annotate(input_preview=Left(Coalesce(KT("input_items__0__content__0__text"),
+                                                  KT("input_items__0__output")), PREVIEW_CHARS))
             [:PAGE_SIZE + 1])
 
 

@@ -21,6 +21,10 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.AlterModelOptions(
+            name='apikey',
+            options={'verbose_name': 'API key'},
+        ),
         migrations.RemoveIndex(
             model_name='storedresponse',
             name='responses_tenant_created',

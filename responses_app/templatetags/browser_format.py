@@ -6,14 +6,16 @@ register = template.Library()
 
 @register.filter
 def duration(seconds) -> str:
-    """`850 ms`, `2.4 s`, `3 min 5 s`; empty for None."""
+    """`850 ms`, `2.4 s`, `3 min 5 s`, `23 h 59 min`; empty for None."""
     if seconds is None:
         return ""
     if seconds < 1:
         return f"{seconds * 1000:.0f} ms"
     if seconds < 60:
         return f"{seconds:.1f} s"
-    return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60)} min"
 
 
 @register.filter
