@@ -37,8 +37,9 @@ def chain(production):
     key = production.new_api_key("browser")
     with httpx.Client(base_url=production.base_url, timeout=30,
                       headers={"Authorization": f"Bearer {key}"}) as api:
-        first = api.post("/responses", json={"model": "fake-text-then-tool", "tools": [WEATHER_TOOL],
-                                             "input": "Weather in Oslo?"}).json()
+        first = api.post("/responses", json={
+            "model": "fake-text-then-tool", "tools": [WEATHER_TOOL],
+            "input": "Weather in Oslo?"}).json()
         second = api.post("/responses", json={
             "model": "fake-echo", "previous_response_id": first["id"], "tools": [WEATHER_TOOL],
             "input": [{"type": "function_call_output", "call_id": "call_oslo",
@@ -53,6 +54,8 @@ def chain(production):
 
 @pytest.fixture(scope="module")
 def browser_page(tmp_path_factory):
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"No Chromium at {CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH)")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
