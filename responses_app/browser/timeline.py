@@ -14,7 +14,8 @@ from ..models import StoredResponse
 from .items import ItemView, describe_items, pretty_json
 
 MAX_TURNS_BEFORE = 50
-MAX_LATER_ROWS = 200
+MAX_TURNS_AFTER = 50
+MAX_LATER_ROWS = 200  # continuations read (branches included)
 
 LATER_SQL = """
 WITH RECURSIVE later(id, previous_response_id, created_at, depth) AS (
@@ -25,7 +26,7 @@ WITH RECURSIVE later(id, previous_response_id, created_at, depth) AS (
       FROM responses r JOIN later ON r.previous_response_id = later.id
      WHERE r.tenant_id = %s AND r.store AND later.depth < %s
 )
-SELECT id, previous_response_id FROM later ORDER BY depth, created_at DESC, id DESC LIMIT %s
+SELECT id, previous_response_id, created_at, depth FROM later LIMIT %s
 """
 
 
@@ -47,6 +48,7 @@ class Turn:
 class Timeline:
     turns: list[Turn]
     earlier_id: str | None  # the turn before the oldest shown, when the walk stopped short
+    later_id: str | None  # the turn after the newest shown, when there are more
     previous_id: str | None
     next_ids: list[str]
 
@@ -54,11 +56,14 @@ class Timeline:
 def _later_line(tenant_id: int, response_id: str) -> tuple[list[str], dict[str, list[str]]]:
     """The newest line of continuations after `response_id`, and every turn's children."""
     with connection.cursor() as cursor:
-        cursor.execute(LATER_SQL, [response_id, tenant_id, tenant_id, MAX_LATER_ROWS,
+        cursor.execute(LATER_SQL, [response_id, tenant_id, tenant_id, MAX_TURNS_AFTER + 1,
                                    MAX_LATER_ROWS])
         rows = cursor.fetchall()
+    # No ORDER BY in SQL: the walk goes level by level and stops at the LIMIT, so a response
+    # continued a million times costs MAX_LATER_ROWS rows, not a million.
+    rows.sort(key=lambda row: (row[2], row[0]), reverse=True)  # newest first
     children: dict[str, list[str]] = {}
-    for child, parent in rows:  # newest first within a parent
+    for child, parent, _, _ in rows:
         children.setdefault(parent, []).append(child)
     line, cursor_id = [], response_id
     while children.get(cursor_id):
@@ -87,6 +92,7 @@ def response_timeline(response: StoredResponse) -> Timeline:
     """The turns around `response`, oldest first."""
     before = chain_ids(response.tenant_id, response.id, max_depth=MAX_TURNS_BEFORE)[:-1]
     later, children = _later_line(response.tenant_id, response.id)
+    later, more_later = later[:MAX_TURNS_AFTER], later[MAX_TURNS_AFTER:]
     rows = {row.id: row for row in StoredResponse.objects.filter(id__in=before + later)}
     earlier_id = None
     if len(before) == MAX_TURNS_BEFORE and before[0] in rows:
@@ -98,5 +104,6 @@ def response_timeline(response: StoredResponse) -> Timeline:
         branches = children.get(rid, [])[1:] if rid == response.id or rid in later else []
         turns.append(_turn(rows[rid], rid == response.id, branches))
     return Timeline(turns=turns, earlier_id=earlier_id,
+                    later_id=more_later[0] if more_later else None,
                     previous_id=before[-1] if before else None,
                     next_ids=children.get(response.id, []))
