@@ -4,10 +4,11 @@ import asyncio
 import os
 
 import pytest
+import redis
 
-from responses_app.bus.redis import decode
+from responses_app.bus.redis import stream_key
 from responses_app.translation.sse import EventStamper
-from tests.test_event_bus import BUSES, batch, numbers
+from tests.test_event_bus import BUSES, batch, numbers, redis_bus
 
 
 @pytest.mark.parametrize("make_bus", BUSES)
@@ -20,9 +21,9 @@ def test_the_whole_log_comes_back_in_order_with_write_times(make_bus):
         stamper = EventStamper()
         await writer.append(batch(stamper, 2), urgent=True)
         await writer.append(batch(stamper, 3), urgent=True)
-        running = bus.retained(response_id)
+        running = bus.read_retained(response_id)
         await writer.append(batch(stamper, 1, end=True))
-        return running, bus.retained(response_id)
+        return running, bus.read_retained(response_id)
 
     running, ended = asyncio.run(scenario())
     assert numbers(running.entries) == [0, 1, 2, 3, 4]
@@ -36,11 +37,13 @@ def test_the_whole_log_comes_back_in_order_with_write_times(make_bus):
 
 @pytest.mark.parametrize("make_bus", BUSES)
 def test_an_unknown_response_has_no_log(make_bus):
-    assert make_bus().retained("resp_never_written") is None
+    assert make_bus().read_retained("resp_never_written") is None
 
 
-def test_entries_written_before_timestamps_decode_without_a_time():
-    entry = decode(b"1-2", {b"f": b"0", b"d": b"event: x\ndata: {}\n\n", b"e": b"1"})
-    assert (entry.first, entry.last, entry.end, entry.at) == (0, 2, True, None)
-    stamped = decode(b"1-2", {b"f": b"0", b"d": b"", b"t": b"1700000000123"})
-    assert stamped.at == 1700000000.123
+def test_an_entry_written_without_a_time_reads_back_without_one():
+    bus = redis_bus()
+    redis.Redis.from_url(bus.url).xadd(stream_key("resp_old"), {"f": 0, "e": 1,
+                                                                 "d": b"event: x\ndata: {}\n\n"},
+                                       id="1-0")
+    [entry] = bus.read_retained("resp_old").entries
+    assert (entry.first, entry.last, entry.end, entry.at) == (0, 0, True, None)

@@ -45,7 +45,7 @@ def _summary(event: dict) -> str:
 
 def stored_events(response_id: str) -> EventLog | None:
     """The retained events of a response, oldest first; None once the bus dropped them."""
-    log = event_bus().retained(response_id)
+    log = event_bus().read_retained(response_id)
     if log is None:
         return None
     start = next((entry.at for entry in log.entries if entry.at is not None), None)

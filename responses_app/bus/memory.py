@@ -2,7 +2,7 @@
 
 The run writes from the worker's loop thread; readers live on the web server's loop, so
 entries cross threads with `call_soon_threadsafe`. Logs are dropped `retention_seconds`
-after they end.
+after they end. Entries written by a run carry the time they were appended (`at`).
 """
 import threading
 import time
@@ -37,7 +37,6 @@ class MemoryEventBus:
                 log.writer = writer
             elif log.writer is not writer or (log.entries and log.entries[-1].end):
                 raise StreamFenced(response_id)
-            entry.at = time.time()
             log.entries.append(entry)
             subscribers = list(log.subscribers)
             if entry.end:
@@ -63,7 +62,14 @@ class MemoryEventBus:
             subscription.deliver(entry)
         return subscription
 
-    def retained(self, response_id: str) -> RetainedLog | None:
+    def _unsubscribe(self, subscription: Subscription) -> None:
+        with self._lock:
+            log = self._logs.get(subscription.response_id)
+            if log is not None:
+                log.subscribers.discard(subscription)
+
+    # --- reading whole (the admin's event view, any thread) ------------------------------------
+    def read_retained(self, response_id: str) -> RetainedLog | None:
         """The whole log of a response while it is kept, or None."""
         with self._lock:
             self._expire()
@@ -72,15 +78,9 @@ class MemoryEventBus:
                 return None
             entries = list(log.entries)
         expires_in = None
-        if entries[-1].end:
+        if entries[-1].end and entries[-1].at is not None:
             expires_in = max(0.0, entries[-1].at + self.retention_seconds - time.time())
         return RetainedLog(entries, expires_in)
-
-    def _unsubscribe(self, subscription: Subscription) -> None:
-        with self._lock:
-            log = self._logs.get(subscription.response_id)
-            if log is not None:
-                log.subscribers.discard(subscription)
 
 
 class MemoryLogWriter:
@@ -91,6 +91,7 @@ class MemoryLogWriter:
         self.response_id = response_id
 
     async def append(self, entry: Entry, urgent: bool = False) -> None:
+        entry.at = time.time()
         self.bus._append(self.response_id, self, entry)
 
     async def close(self) -> None:

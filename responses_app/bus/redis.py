@@ -8,7 +8,7 @@ entry `0-1`. Streams expire (PEXPIRE) `retention_seconds` after their last entry
 Writers coalesce: entries of a stream written within `flush_interval` become one Redis
 entry, and all pending streams go out in one pipeline. Urgent entries (the start, the
 first text, the end) go out at once. Readers share one multiplexed XREAD per process.
-Each Redis entry carries the time it was flushed (`t`, Unix milliseconds): one small field
+Each Redis entry carries the time it was written (`t`, Unix milliseconds): one small field
 per write, read only by the admin's event view.
 """
 import asyncio
@@ -44,23 +44,22 @@ def stream_key(response_id: str) -> str:
     return KEY_PREFIX + response_id
 
 
-def encode(entry: Entry, at_ms: int) -> dict:
+def encode(entry: Entry) -> dict:
+    written_at = int(time.time() * 1000)
     if entry.error is not None:
-        return {"x": orjson.dumps(entry.error), "t": at_ms}
-    fields = {"f": entry.first, "d": entry.data, "t": at_ms}
+        return {"x": orjson.dumps(entry.error), "t": written_at}
+    fields = {"f": entry.first, "d": entry.data, "t": written_at}
     if entry.end:
         fields["e"] = 1
     return fields
 
 
 def decode(entry_id: bytes, fields: dict) -> Entry:
-    at = int(fields[b"t"]) / 1000 if b"t" in fields else None
     if b"x" in fields:
         error = orjson.loads(fields[b"x"])
-        return Entry(first=-1, last=-1, data=b"", end=True, error=error, at=at)
+        return Entry(first=-1, last=-1, data=b"", end=True, error=error)
     last = int(entry_id.split(b"-", 1)[1])
-    return Entry(first=int(fields[b"f"]), last=last, data=fields[b"d"], end=b"e" in fields,
-                 at=at)
+    return Entry(first=int(fields[b"f"]), last=last, data=fields[b"d"], end=b"e" in fields)
 
 
 class RedisEventBus:
@@ -73,7 +72,25 @@ class RedisEventBus:
         self.read_coalesce = read_coalesce
         self._writers: dict = {}  # event loop -> _StreamWriter
         self._hubs: dict = {}     # event loop -> _ReadHub
-        self._sync_client: redis.Redis | None = None
+        self._sync_client: redis.Redis | None = None  # the admin's reads
+
+    # --- reading whole (the admin's event view, sync) -----------------------------------------
+    def read_retained(self, response_id: str) -> RetainedLog | None:
+        """The whole stream of a response with its write times while Redis keeps it, or None."""
+        if self._sync_client is None:
+            self._sync_client = redis.Redis.from_url(self.url, socket_timeout=10)
+        with self._sync_client.pipeline(transaction=False) as pipe:
+            pipe.xrange(stream_key(response_id), "-", "+", count=RETAINED_READ_LIMIT)
+            pipe.pttl(stream_key(response_id))
+            raw, ttl_ms = pipe.execute()
+        if not raw:
+            return None
+        entries = []
+        for entry_id, fields in raw:
+            entry = decode(entry_id, fields)
+            entry.at = int(fields[b"t"]) / 1000 if b"t" in fields else None
+            entries.append(entry)
+        return RetainedLog(entries, ttl_ms / 1000 if ttl_ms > 0 else None)
 
     # --- writing (the run's loop) --------------------------------------------------------------
     def writer(self, response_id: str) -> "RedisLogWriter":
@@ -90,20 +107,6 @@ class RedisEventBus:
         if hub is None:
             hub = self._hubs[loop] = _ReadHub(self)
         return await hub.subscribe(response_id, after)
-
-    # --- reading whole (the admin, sync) ---------------------------------------------------------
-    def retained(self, response_id: str) -> RetainedLog | None:
-        """The whole stream of a response while Redis keeps it, or None."""
-        if self._sync_client is None:
-            self._sync_client = redis.Redis.from_url(self.url, socket_timeout=10)
-        with self._sync_client.pipeline(transaction=False) as pipe:
-            pipe.xrange(stream_key(response_id), "-", "+", count=RETAINED_READ_LIMIT)
-            pipe.pttl(stream_key(response_id))
-            raw, ttl_ms = pipe.execute()
-        if not raw:
-            return None
-        return RetainedLog([decode(entry_id, fields) for entry_id, fields in raw],
-                           ttl_ms / 1000 if ttl_ms > 0 else None)
 
 
 class RedisLogWriter:
@@ -156,10 +159,9 @@ class _StreamWriter:
             batch, self.pending = self.pending, {}
             pipe = self.client.pipeline(transaction=False)
             command_keys = []  # the stream each pipelined command wrote to
-            at_ms = int(time.time() * 1000)
             for key, entry in batch.items():
                 entry_id = ERROR_ENTRY_ID if entry.error is not None else f"1-{entry.last}"
-                pipe.xadd(key, encode(entry, at_ms), id=entry_id)
+                pipe.xadd(key, encode(entry), id=entry_id)
                 command_keys.append(key)
                 if entry.end or entry.first == 0:
                     ttl = self.bus.retention_ms if entry.end else self.bus.running_ttl_ms

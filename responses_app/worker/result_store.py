@@ -67,16 +67,17 @@ def store_result(job: RunJob, resource: dict) -> None:
     if not job.store:
         StoredResponse.objects.filter(id=job.response_id).delete()
         return
-    error = resource.get("error") or {}
+    completed_at = resource.get("completed_at")
     usage = resource.get("usage") or {}
+    error = resource.get("error") or {}
     StoredResponse.objects.filter(id=job.response_id).update(
         status=resource["status"],
         resource=resource,
-        # the precise time (the response object's `completed_at` is whole seconds)
-        completed_at=datetime.now(timezone.utc) if resource.get("completed_at") else None,
-        error_code=error.get("code"),
         input_tokens=usage.get("input_tokens"),
         output_tokens=usage.get("output_tokens"),
+        # the precise time: the response object's `completed_at` is in whole seconds
+        completed_at=datetime.now(timezone.utc) if completed_at else None,
+        error_code=error.get("code"),
     )
 
 
