@@ -80,7 +80,7 @@ class StoredResponse(models.Model):
             models.Index(fields=["previous_response_id"], name="responses_previous"),
             models.Index(fields=["status", "created_at"], name="responses_status_created"),
             # The admin's response browser: newest first, alone or by one filter.
-            models.Index(fields=["-created_at"], name="responses_created"),
+            models.Index(fields=["created_at"], name="responses_created"),
             models.Index(fields=["model", "-created_at"], name="responses_model_created"),
             models.Index(fields=["-created_at"], name="responses_error_created",
                          condition=Q(error_code__isnull=False)),

@@ -5,6 +5,7 @@ the terminal event is among them (`end`), or, instead of events, the error that 
 run before it started (`error`: the HTTP status and OpenAI error body to answer with).
 `at` is when the bus stored the entry (Unix seconds), for the admin's event view.
 """
+import time
 from dataclasses import dataclass
 
 from ..translation.sse import split_blocks
@@ -51,3 +52,8 @@ def error_entry(status: int, body: dict, headers: dict | None = None) -> Entry:
 
 
 KEEPALIVE = object()
+
+
+def now_ms() -> int:
+    """The write time stamped on entries (Unix milliseconds)."""
+    return int(time.time() * 1000)

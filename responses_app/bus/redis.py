@@ -14,7 +14,6 @@ per write, read only by the admin's event view.
 import asyncio
 import logging
 import os
-import time
 
 import orjson
 import redis
@@ -22,7 +21,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
 from ..errors import error_body
-from .entries import Entry, RetainedLog, StreamFenced, error_entry
+from .entries import Entry, RetainedLog, StreamFenced, error_entry, now_ms
 from .subscription import Subscription
 
 log = logging.getLogger(__name__)
@@ -45,7 +44,7 @@ def stream_key(response_id: str) -> str:
 
 
 def encode(entry: Entry) -> dict:
-    written_at = int(time.time() * 1000)
+    written_at = now_ms()
     if entry.error is not None:
         return {"x": orjson.dumps(entry.error), "t": written_at}
     fields = {"f": entry.first, "d": entry.data, "t": written_at}

@@ -41,7 +41,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name='storedresponse',
-            index=models.Index(fields=['-created_at'], name='responses_created'),
+            index=models.Index(fields=['created_at'], name='responses_created'),
         ),
         migrations.AddIndex(
             model_name='storedresponse',
