@@ -20,9 +20,9 @@ def assistant_message(text: str) -> dict:
 
 def stored(tenant, *, model="model-a", status="completed", input_items=None, output=None,
            created_at=None, previous=None, error=None, background=False, usage=(10, 5),
-           instructions=None) -> StoredResponse:
+           instructions=None, response_id=None) -> StoredResponse:
     """One stored response (1.5 s from created to completed when terminal)."""
-    response_id = new_id("resp")
+    response_id = response_id or new_id("resp")
     created_at = created_at or timezone.now()
     input_items = [user_message("hello")] if input_items is None else input_items
     output = [assistant_message("Hi there!")] if output is None else output

@@ -5,6 +5,7 @@ from datetime import timedelta
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.contrib.admin.utils import quote
 from django.contrib.auth.models import Permission, User
 from django.utils import timezone
 
@@ -20,7 +21,8 @@ LIST = "/admin/responses_app/storedresponse/"
 
 
 def detail_url(response_id):
-    return f"{LIST}{response_id}/change/"
+    """The admin's link: ids are quoted (`_` becomes `_5F`), as the admin unquotes them."""
+    return f"{LIST}{quote(response_id)}/change/"
 
 
 def listed(response):
@@ -178,6 +180,15 @@ def test_a_chain_of_thirty_turns_costs_the_same_queries(admin_client, alice,
     with django_assert_num_queries(6):
         response = admin_client.get(detail_url(middle.id))
     assert len(response.context["timeline"].turns) == 30
+
+
+def test_ids_the_admin_would_unquote_are_linked_quoted(admin_client, alice):
+    # the admin unquotes `_25` to `%`: a raw `resp_25…` in a link would be a 404
+    response = stored(alice, response_id="resp_25" + "ab" * 23)
+    html = admin_client.get(LIST).content.decode()
+    assert f'href="{LIST}resp_5F25{"ab" * 23}/change/"' in html
+    page = admin_client.get(f"{LIST}resp_5F25{'ab' * 23}/change/")
+    assert page.context["response"] == response
 
 
 def test_a_branch_shows_both_continuations(admin_client, alice):

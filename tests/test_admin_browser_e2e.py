@@ -7,6 +7,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from django.contrib.admin.utils import quote
 from playwright.sync_api import sync_playwright
 
 from tests.oracles import check_sse_stream
@@ -67,6 +68,12 @@ def browser_page(tmp_path_factory):
             context.close()
 
 
+def visit(page, production, url: str) -> None:
+    """Open `url`; anything but a 200 fails with the deployment's logs."""
+    response = page.goto(url)
+    assert response.status == 200, f"{url}: {response.status}\n{production.logs()[-4000:]}"
+
+
 def shoot(page, name: str) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
@@ -79,29 +86,32 @@ def test_an_operator_follows_a_chain_in_the_browser(production, admin_user, chai
     page = browser_page
     admin = f"http://127.0.0.1:{production.port}/admin/"
 
-    page.goto(admin)
+    visit(page, production, admin)
     page.fill("#id_username", admin_user)
     page.fill("#id_password", ADMIN_PASSWORD)
-    page.click("input[type=submit]")
-    page.wait_for_selector("#site-name")
+    with page.expect_navigation() as login:
+        page.click("input[type=submit]")
+    assert login.value.status == 200
     assert page.locator("#user-tools").inner_text().startswith("WELCOME, ROOT")
     css = httpx.get(f"http://127.0.0.1:{production.port}/static/admin/css/base.css")
     assert (css.status_code, css.headers["content-type"]) == (200, "text/css; charset=\"utf-8\"")
 
     # the list, filtered to the tenant's fake-echo turns
-    page.goto(admin + "responses_app/storedresponse/")
+    visit(page, production, admin + "responses_app/storedresponse/")
     page.select_option("#id_tenant", label="browser")
     page.fill("#id_model", "fake-echo")
-    page.click("#response-filters input[type=submit]")
-    page.wait_for_url("**/storedresponse/?*model=fake-echo*")
+    with page.expect_navigation() as filtered:
+        page.click("#response-filters input[type=submit]")
+    assert filtered.value.status == 200 and "model=fake-echo" in page.url
     rows = page.locator("#response-list tbody tr")
     assert rows.count() == 2
     assert [rows.nth(i).locator("td").nth(1).inner_text() for i in range(2)] == ["browser"] * 2
     shoot(page, "admin-list")
 
     # the middle turn: the whole chain as three turns, the tool call readable
-    page.click(f"#response-list a[href$='{second['id']}/change/']")
-    page.wait_for_selector("#timeline")
+    with page.expect_navigation() as opened:
+        page.click(f"#response-list a[href$='/{quote(second['id'])}/change/']")
+    assert opened.value.status == 200, f"{opened.value.status}\n{production.logs()[-4000:]}"
     turns = page.locator("#timeline section.turn")
     assert turns.count() == 3
     assert [turns.nth(i).get_attribute("id") for i in range(3)] == [
@@ -113,14 +123,13 @@ def test_an_operator_follows_a_chain_in_the_browser(production, admin_user, chai
     assert '{\n  "temp_c": 7\n}' in turns.nth(1).inner_text()
     assert "Thanks! <script>alert(1)</script>" in turns.nth(2).inner_text()
     assert page.locator("#previous-response").get_attribute("href").endswith(
-        f"{first['id']}/change/")
+        f"/{quote(first['id'])}/change/")
     assert page.locator(".next-response").get_attribute("href").endswith(
-        f"{third['id']}/change/")
+        f"/{quote(third['id'])}/change/")
     shoot(page, "admin-detail")
 
     # the streamed turn's events, as the client received them
-    page.goto(f"{admin}responses_app/storedresponse/{third['id']}/events/")
-    page.wait_for_selector("#events")
+    visit(page, production, f"{admin}responses_app/storedresponse/{third['id']}/events/")
     cells = page.locator("#events tbody tr td:nth-child(2)").all_inner_texts()
     numbers = page.locator("#events tbody tr td:nth-child(1)").all_inner_texts()
     assert cells == [event["type"] for event in streamed_events]
@@ -128,9 +137,10 @@ def test_an_operator_follows_a_chain_in_the_browser(production, admin_user, chai
     assert page.locator("#events tbody tr td:nth-child(3)").first.inner_text() == "+0 ms"
     shoot(page, "admin-events")
 
-    page.goto(f"{admin}responses_app/storedresponse/{first['id']}/change/")
-    page.click("a[href*='/usage/']")
-    page.wait_for_selector("#usage-per-day")
+    visit(page, production, f"{admin}responses_app/storedresponse/{quote(first['id'])}/change/")
+    with page.expect_navigation() as usage:
+        page.click("a[href*='/usage/']")
+    assert usage.value.status == 200
     # responses, failed, input and output tokens (the worker stored each turn's usage)
     assert page.locator("#usage-totals dd").all_inner_texts() == ["3", "0", "36", "11"]
     shoot(page, "admin-usage")

@@ -3,6 +3,7 @@ index (no sequential scan of the table), and the pages keep their query counts."
 from datetime import timedelta
 
 import pytest
+from django.contrib.admin.utils import quote
 from django.db import connection
 from django.utils import timezone
 
@@ -60,7 +61,7 @@ def test_on_100000_responses_lists_read_indexes_and_pages_keep_their_queries(
     # a response in the middle of alice's 90,000-turn chain: 50 turns before and after it
     middle, earlier, later = (f"resp_{n:048x}" for n in (50_000, 50_000 - 51, 50_000 + 51))
     with django_assert_num_queries(6):
-        page = admin_client.get(f"/admin/responses_app/storedresponse/{middle}/change/")
+        page = admin_client.get(f"/admin/responses_app/storedresponse/{quote(middle)}/change/")
     assert page.status_code == 200
     timeline = page.context["timeline"]
     assert (len(timeline.turns), timeline.earlier_id, timeline.later_id) == (101, earlier, later)
