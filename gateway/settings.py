@@ -41,6 +41,8 @@ MIDDLEWARE = [
     "observability.http.exchange_middleware",
     "responses_app.middleware.ApiErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # the admin's static files, from the apps' static folders (no collectstatic step)
+    "servestatic.middleware.ServeStaticMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",  # the admin's; /v1 answers JSON (views)
@@ -106,6 +108,7 @@ USE_I18N = False
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
+SERVESTATIC_USE_FINDERS = True
 
 # Bodies over this size get a 413 JSON error (Codex sends its whole history every turn).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("MAX_REQUEST_BODY_BYTES", default=16 * 1024 * 1024)

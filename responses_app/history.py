@@ -22,10 +22,11 @@ SELECT id FROM chain ORDER BY depth DESC
 """
 
 
-def chain_ids(tenant_id: int, response_id: str) -> list[str]:
-    """Ids of `response_id` and its stored ancestors, oldest first ([] if not found)."""
+def chain_ids(tenant_id: int, response_id: str, max_depth: int = MAX_CHAIN_LENGTH) -> list[str]:
+    """Ids of `response_id` and its stored ancestors (at most `max_depth` of them), oldest
+    first ([] if not found)."""
     with connection.cursor() as cursor:
-        cursor.execute(CHAIN_SQL, [response_id, tenant_id, tenant_id, MAX_CHAIN_LENGTH])
+        cursor.execute(CHAIN_SQL, [response_id, tenant_id, tenant_id, max_depth])
         return [row[0] for row in cursor.fetchall()]
 
 

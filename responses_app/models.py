@@ -6,6 +6,7 @@ holds its output items); the conversation before it is found by walking
 (the Conversations API) instead holds its items itself, in order.
 """
 from django.db import models
+from django.db.models import Q
 
 
 class Tenant(models.Model):
@@ -26,6 +27,9 @@ class ApiKey(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "API key"
 
     def __str__(self):
         return f"sk-{self.prefix}_…"
@@ -72,14 +76,25 @@ class StoredResponse(models.Model):
     input_items = models.JSONField()
     # The response object exactly as the last stream event described it.
     resource = models.JSONField()
+    # Copied from resource.usage when the run is stored: the admin aggregates them.
+    input_tokens = models.PositiveIntegerField(null=True, blank=True)
+    output_tokens = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         db_table = "responses"
         indexes = [
-            models.Index(fields=["tenant", "-created_at"], name="responses_tenant_created"),
             models.Index(fields=["previous_response_id"], name="responses_previous"),
             models.Index(fields=["status", "created_at"], name="responses_status_created"),
+            # The admin's response browser: newest first, alone or by one filter.
             models.Index(fields=["created_at"], name="responses_created"),
+            models.Index(fields=["model", "-created_at"], name="responses_model_created"),
+            models.Index(fields=["-created_at"], name="responses_error_created",
+                         condition=Q(error_code__isnull=False)),
+            models.Index(fields=["-created_at"], name="responses_background_created",
+                         condition=Q(background=True)),
+            # A tenant's responses newest first; its usage by day read from the index alone.
+            models.Index(fields=["tenant", "created_at", "status", "model", "input_tokens",
+                                 "output_tokens"], name="responses_tenant_usage"),
         ]
 
     def __str__(self):

@@ -54,7 +54,8 @@ def fail_orphan(response_id: str) -> bool:
     if row is None:
         return False
     bus = event_bus()
-    entries = [entry for entry in bus.read_log(response_id) if entry.error is None]
+    retained = bus.read_retained(response_id)
+    entries = [entry for entry in (retained.entries if retained else ()) if entry.error is None]
     published = [event_of_block(block) for entry in entries
                  for block in split_blocks(entry.data)]
     closing, output = close_dead_run(published)

@@ -3,7 +3,9 @@
 An entry holds the rendered events `first..last` (sequence numbers) as SSE bytes, whether
 the terminal event is among them (`end`), or, instead of events, the error that ended the
 run before it started (`error`: the HTTP status and OpenAI error body to answer with).
+`at` is when the bus stored the entry (Unix seconds), for the admin's event view.
 """
+import time
 from dataclasses import dataclass
 
 from ..translation.sse import split_blocks
@@ -20,6 +22,7 @@ class Entry:
     data: bytes
     end: bool = False
     error: dict | None = None
+    at: float | None = None
 
     def after(self, sequence_number: int) -> "Entry | None":
         """This entry without the events numbered `sequence_number` or lower."""
@@ -28,10 +31,18 @@ class Entry:
         if self.last <= sequence_number:
             return None
         blocks = split_blocks(self.data)[sequence_number - self.first + 1:]
-        return Entry(sequence_number + 1, self.last, b"".join(blocks), self.end)
+        return Entry(sequence_number + 1, self.last, b"".join(blocks), self.end, at=self.at)
 
     def merged(self, later: "Entry") -> "Entry":
         return Entry(self.first, later.last, self.data + later.data, later.end)
+
+
+@dataclass
+class RetainedLog:
+    """What the bus still holds of one response's events, read whole (the admin's view)."""
+
+    entries: list[Entry]
+    expires_in: float | None  # seconds until the bus drops the log; None if not scheduled
 
 
 def error_entry(status: int, body: dict, headers: dict | None = None) -> Entry:
@@ -41,3 +52,8 @@ def error_entry(status: int, body: dict, headers: dict | None = None) -> Entry:
 
 
 KEEPALIVE = object()
+
+
+def now_ms() -> int:
+    """The write time stamped on entries (Unix milliseconds)."""
+    return int(time.time() * 1000)

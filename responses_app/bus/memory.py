@@ -2,13 +2,13 @@
 
 The run writes from the worker's loop thread; readers live on the web server's loop, so
 entries cross threads with `call_soon_threadsafe`. Logs are dropped `retention_seconds`
-after they end.
+after they end. Entries written by a run carry the time they were appended (`at`).
 """
 import threading
 import time
 from collections import deque
 
-from .entries import Entry, StreamFenced
+from .entries import Entry, RetainedLog, StreamFenced
 from .subscription import Subscription
 
 
@@ -79,11 +79,6 @@ class MemoryEventBus:
             return log is not None and bool(log.entries)
 
     # --- sync access, off the hot path (the watchdog, cancelling a queued run) -----------------
-    def read_log(self, response_id: str) -> list[Entry]:
-        with self._lock:
-            log = self._logs.get(response_id)
-            return list(log.entries) if log is not None else []
-
     def append_now(self, response_id: str, entry: Entry) -> bool:
         try:
             self._append(response_id, object(), entry, adopt=True)
@@ -97,6 +92,20 @@ class MemoryEventBus:
             if log is not None:
                 log.subscribers.discard(subscription)
 
+    # --- reading whole (the admin's event view, any thread) ------------------------------------
+    def read_retained(self, response_id: str) -> RetainedLog | None:
+        """The whole log of a response while it is kept, or None."""
+        with self._lock:
+            self._expire()
+            log = self._logs.get(response_id)
+            if log is None or not log.entries:
+                return None
+            entries = list(log.entries)
+        expires_in = None
+        if entries[-1].end and entries[-1].at is not None:
+            expires_in = max(0.0, entries[-1].at + self.retention_seconds - time.time())
+        return RetainedLog(entries, expires_in)
+
 
 class MemoryLogWriter:
     """The run's handle on one response's log."""
@@ -106,6 +115,7 @@ class MemoryLogWriter:
         self.response_id = response_id
 
     async def append(self, entry: Entry, urgent: bool = False) -> None:
+        entry.at = time.time()
         self.bus._append(self.response_id, self, entry)
 
     async def close(self) -> None:

@@ -9,6 +9,8 @@ with nothing left open) is the entry `2-0`, above every event. Streams expire (P
 Writers coalesce: entries of a stream written within `flush_interval` become one Redis
 entry, and all pending streams go out in one pipeline. Urgent entries (the start, the
 first text, the end) go out at once. Readers share one multiplexed XREAD per process.
+Each Redis entry carries the time it was written (`t`, Unix milliseconds): one small field
+per write, read only by the admin's event view.
 """
 import asyncio
 import logging
@@ -21,7 +23,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
 from ..errors import error_body
-from .entries import Entry, StreamFenced, error_entry
+from .entries import Entry, RetainedLog, StreamFenced, error_entry, now_ms
 from .subscription import Subscription
 
 log = logging.getLogger(__name__)
@@ -30,6 +32,7 @@ KEY_PREFIX = "gw:events:"
 ERROR_ENTRY_ID = "0-1"
 END_MARKER_ID = "2-0"
 READ_BLOCK_MS = 30_000
+RETAINED_READ_LIMIT = 10_000  # entries the admin reads of one stream at most
 
 
 def _client(url: str) -> aioredis.Redis:
@@ -44,9 +47,10 @@ def stream_key(response_id: str) -> str:
 
 
 def encode(entry: Entry) -> dict:
+    written_at = now_ms()
     if entry.error is not None:
-        return {"x": orjson.dumps(entry.error)}
-    fields = {"f": entry.first, "d": entry.data}
+        return {"x": orjson.dumps(entry.error), "t": written_at}
+    fields = {"f": entry.first, "d": entry.data, "t": written_at}
     if entry.end:
         fields["e"] = 1
     return fields
@@ -82,6 +86,22 @@ class RedisEventBus:
         self._writers: dict = {}  # event loop -> _StreamWriter
         self._hubs: dict = {}     # event loop -> _ReadHub
 
+    # --- reading whole (the admin's event view, sync) -----------------------------------------
+    def read_retained(self, response_id: str) -> RetainedLog | None:
+        """The whole stream of a response with its write times while Redis keeps it, or None."""
+        with self._sync_client.pipeline(transaction=False) as pipe:
+            pipe.xrange(stream_key(response_id), "-", "+", count=RETAINED_READ_LIMIT)
+            pipe.pttl(stream_key(response_id))
+            raw, ttl_ms = pipe.execute()
+        if not raw:
+            return None
+        entries = []
+        for entry_id, fields in raw:
+            entry = decode(entry_id, fields)
+            entry.at = int(fields[b"t"]) / 1000 if b"t" in fields else None
+            entries.append(entry)
+        return RetainedLog(entries, ttl_ms / 1000 if ttl_ms > 0 else None)
+
     # --- writing (the run's loop) --------------------------------------------------------------
     def writer(self, response_id: str) -> "RedisLogWriter":
         loop = asyncio.get_running_loop()
@@ -104,6 +124,7 @@ class RedisEventBus:
 
     @cached_property
     def _sync_client(self) -> redis.Redis:
+        """For the sync callers, off the hot path (the admin, deletion, the watchdog)."""
         return redis.Redis.from_url(self.url, socket_timeout=10, socket_connect_timeout=5)
 
     # --- reading (the web's loop) --------------------------------------------------------------
@@ -123,18 +144,10 @@ class RedisEventBus:
         return bool(await hub.client.exists(stream_key(response_id)))
 
     # --- sync access, off the hot path (the watchdog, cancelling a queued run) -----------------
-    def read_log(self, response_id: str) -> list[Entry]:
-        from ..redis_client import sync_redis
-
-        return [decode(entry_id, fields)
-                for entry_id, fields in sync_redis().xrange(stream_key(response_id))]
-
     def append_now(self, response_id: str, entry: Entry) -> bool:
         """Append one entry at once; False if the stream refused it (another writer won)."""
-        from ..redis_client import sync_redis
-
         key = stream_key(response_id)
-        pipe = sync_redis().pipeline(transaction=False)
+        pipe = self._sync_client.pipeline(transaction=False)
         pipe.xadd(key, encode(entry), id=entry_id_of(entry))
         pipe.pexpire(key, self.retention_ms if entry.end else self.running_ttl_ms)
         added, _ = pipe.execute(raise_on_error=False)

@@ -112,11 +112,15 @@ def _store(job: RunJob, resource: dict) -> bool:
         deleted, _ = owned.delete()
         return bool(deleted)
     completed_at = resource.get("completed_at")
+    usage = resource.get("usage") or {}
     error = resource.get("error") or {}
     return bool(owned.update(
         status=resource["status"],
         resource=resource,
-        completed_at=datetime.fromtimestamp(completed_at, timezone.utc) if completed_at else None,
+        input_tokens=usage.get("input_tokens"),
+        output_tokens=usage.get("output_tokens"),
+        # the precise time: the response object's `completed_at` is in whole seconds
+        completed_at=datetime.now(timezone.utc) if completed_at else None,
         error_code=error.get("code"),
     ))
 

@@ -1,0 +1,2 @@
+"""The admin's response browser: the list, a response's chain as a conversation, its stored
+event stream, and a tenant's usage. Reads only; the admin views live in `views`."""
