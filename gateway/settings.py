@@ -194,8 +194,6 @@ MCP_MAX_RESULT_BYTES = env.int("MCP_MAX_RESULT_BYTES", default=1_000_000)
 # MCP calls one response may make, whatever `max_tool_calls` says.
 MCP_MAX_TOOL_CALLS = env.int("MCP_MAX_TOOL_CALLS", default=20)
 # Fernet keys (comma-separated, newest first) for registered servers' credentials; empty
-# derives one from SECRET_KEY.
-MCP_SECRET_KEYS = env.list("MCP_SECRET_KEYS", default=[])
 
 # --- event bus and worker: Redis + Celery when REDIS_URL is set, else in-process -----------
 REDIS_URL = env.str("REDIS_URL", default="")

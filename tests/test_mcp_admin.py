@@ -48,13 +48,13 @@ def test_the_admin_seals_credentials_and_never_shows_them(admin_client):
 
 def test_keys_rotate(settings):
     old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
-    settings.MCP_SECRET_KEYS = [old]
+    settings.ENCRYPTION_KEYS = [old]
     server = McpServer(tenant=Tenant.objects.create(name="bob"), label="x",
                        url="https://mcp.example/mcp")
     server.set_headers({"Authorization": SECRET})
-    settings.MCP_SECRET_KEYS = [new, old]
+    settings.ENCRYPTION_KEYS = [new, old]
     assert server.headers() == {"Authorization": SECRET}
-    settings.MCP_SECRET_KEYS = [new]
+    settings.ENCRYPTION_KEYS = [new]
     assert server.headers() == {}
 
 

@@ -1,8 +1,10 @@
-"""`manage.py rotate_upstream_keys`: re-encrypt every stored upstream key under the first
-key of ENCRYPTION_KEYS (run it after putting a new key first; then drop the old one)."""
+"""`manage.py rotate_upstream_keys`: re-encrypt every stored secret (upstream keys and
+registered MCP servers' credentials) under the first key of ENCRYPTION_KEYS (run it after
+putting a new key first; then drop the old one)."""
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from mcp_tools.models import McpServer
 from upstreams.models import UpstreamRoute
 from upstreams.secrets import SecretUnreadable, reencrypt
 
@@ -21,7 +23,15 @@ class Command(BaseCommand):
                     continue
                 route.save(update_fields=["api_key_encrypted"])
                 rotated += 1
-        self.stdout.write(f"Re-encrypted {rotated} upstream key(s).")
+            for server in McpServer.objects.select_for_update().exclude(sealed_headers=""):
+                try:
+                    server.sealed_headers = reencrypt(server.sealed_headers)
+                except SecretUnreadable:
+                    unreadable.append(f"MCP server {server.label}")
+                    continue
+                server.save(update_fields=["sealed_headers"])
+                rotated += 1
+        self.stdout.write(f"Re-encrypted {rotated} secret(s).")
         if unreadable:
             names = ", ".join(unreadable)
             raise CommandError(f"No key in ENCRYPTION_KEYS opens the key of: {names} "
