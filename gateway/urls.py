@@ -13,3 +13,7 @@ urlpatterns = [
     path("", include("observability.urls")),
     path("admin/", admin.site.urls),
 ]
+
+# No HTML under /v1, even for errors raised before a view runs.
+handler400 = "responses_app.views.bad_request"
+handler500 = "responses_app.views.server_error"

@@ -7,7 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import models_catalog, selectors, services
-from .errors import APIError, NotFound, error_response
+from .errors import APIError, InvalidRequest, NotFound, ServerError, error_response
 from .paging import page_params
 
 
@@ -66,3 +66,22 @@ def csrf_failure(request, reason=""):
 
         return django_csrf_failure(request, reason)
     return error_response(APIError(f"Forbidden: {reason}", status=403, code="forbidden"))
+
+
+def bad_request(request, exception=None):
+    """handler400: a bad Host header and other early 400s, JSON under /v1."""
+    if not request.path.startswith("/v1/"):
+        from django.views.defaults import bad_request as django_bad_request
+
+        return django_bad_request(request, exception)
+    return error_response(InvalidRequest("Bad request (check the Host header).",
+                                         code="bad_request"))
+
+
+def server_error(request):
+    """handler500: an error outside the views (a middleware), JSON under /v1."""
+    if not request.path.startswith("/v1/"):
+        from django.views.defaults import server_error as django_server_error
+
+        return django_server_error(request)
+    return error_response(ServerError("The server had an error while processing your request."))

@@ -149,3 +149,11 @@ def test_a_websocket_handshake_is_refused_cleanly():
     communicator = WebsocketCommunicator(application, "/v1/responses")
     connected, code = async_to_sync(communicator.connect)(timeout=5)
     assert (connected, code) == (False, 1008)
+
+
+def test_a_bad_host_header_is_a_json_400(key):
+    from django.test import Client
+
+    response = Client(HTTP_HOST="evil.example").get(
+        "/v1/models", HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert_error(response, 400, "bad_request")
