@@ -47,8 +47,10 @@ class RunConsumer:
         self.pool.shutdown(wait=True)
 
     def _consume(self) -> None:
-        while not self.stopping.is_set():
-            self.free.acquire()
+        while True:
+            self.free.acquire()  # a run thread is free
+            if self.stopping.is_set():
+                return
             try:
                 popped = self.client.brpop([RUN_QUEUE_KEY], timeout=POP_TIMEOUT_SECONDS)
             except redis.RedisError as exc:  # Redis away: try again shortly
