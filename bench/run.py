@@ -30,7 +30,7 @@ from bench.loadgen import Run, Target, fetch, run_load
 from tests.servers import (BIN, POSTGRES_ADMIN_URL, PYTHON, REDIS_BASE_URL, ROOT, Deployment,
                            free_port, fresh_postgres_database)
 
-DB_NAME = "gateway_bench"
+DB_NAME = os.environ.get("BENCH_DB_NAME", "gateway_bench")
 REDIS_DB = 12
 N_CHUNKS = 200
 WORKER_CONCURRENCY = 300  # per worker process
@@ -347,6 +347,8 @@ async def run_matrix(upstream_url: str, gateway_url: str, api_key: str, meter: M
                     cells.append(cell)
                 raise
         cells.append(cell)
+    if not streams:
+        return
     model = f"bench-{N_CHUNKS}-{STREAMS_PACING}"
     target = Target.make("gateway", gateway_url, model, N_CHUNKS, api_key)
     try:
@@ -483,6 +485,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="reduced matrix for a smoke check")
     parser.add_argument("--workers", type=int, default=WORKERS,
                         help=f"Celery worker processes (default {WORKERS})")
+    parser.add_argument("--cells", metavar="P:C:N[,P:C:N...]",
+                        help="run these cells instead of the matrix: pacing ms, concurrency, "
+                             "total requests (e.g. 5:100:600 for A/B runs of one cell)")
+    parser.add_argument("--streams", type=int, default=None,
+                        help=f"concurrent streams of the final check (default {FULL_STREAMS}, "
+                             f"--quick {QUICK_STREAMS}; 0 skips it)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "latest.md"),
                         help="markdown report path; the JSON goes next to it (.json)")
     args = parser.parse_args(argv)
@@ -496,7 +504,11 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, _raise_interrupt)
     matrix = QUICK_MATRIX if args.quick else FULL_MATRIX
+    if args.cells:
+        matrix = [tuple(int(n) for n in cell.split(":")) for cell in args.cells.split(",")]
     streams = QUICK_STREAMS if args.quick else FULL_STREAMS
+    if args.streams is not None:
+        streams = args.streams
     redis_url = f"{REDIS_BASE_URL.rstrip('/')}/{REDIS_DB}"
     upstream = FakeUpstreamProcess(logdir)
     deployment: BenchDeployment | None = None
@@ -527,7 +539,8 @@ def main(argv: list[str] | None = None) -> int:
                      **{f"worker{n + 1}": w for n, w in enumerate(deployment.workers)}}
         asyncio.run(run_matrix(upstream.base_url, deployment.base_url, api_key, meter,
                                matrix, streams, processes, report))
-        return 0 if report["streams_check"]["passed"] else 1
+        check = report.get("streams_check")
+        return 0 if check is None or check["passed"] else 1
     except KeyboardInterrupt:
         log("interrupted; stopping processes ...")
         report["meta"]["aborted"] = "interrupted"

@@ -51,7 +51,9 @@ class _ScrapeTimeCollector:
 
         try:
             client = probe_client()
-            depth = client.llen(getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", "celery"))
+            from responses_app.dispatch import RUN_QUEUE_KEY
+
+            depth = client.llen(RUN_QUEUE_KEY)
             workers = len(heartbeats().live_workers(client))
         except Exception as exc:  # a scrape must not fail because Redis did
             log.warning("metrics: Redis unavailable: %s", exc)

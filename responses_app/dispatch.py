@@ -1,11 +1,13 @@
-"""Starting a run: a Celery task sent by name (production) or the in-process dispatcher
-(embedded). The request side never imports the worker side."""
+"""Starting a run: its id pushed on the run queue, a Redis list that worker processes pop
+(production: responses_app/worker/run_queue.py), or the in-process dispatcher (embedded).
+The request side never imports the worker side."""
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
 from django.conf import settings
 
-RUN_TASK = "responses_app.run_response"
+RUN_QUEUE_KEY = "gw:runs"
+RUN_TASK = "responses_app.run_response"  # the Celery task runs were once sent as
 PRUNE_TASK = "responses_app.prune_responses"  # periodic, sent by `celery beat`
 
 
@@ -14,10 +16,9 @@ def dispatch_run(response_id: str) -> None:
     if settings.EMBEDDED:
         _embedded_pool().submit(_run_embedded, response_id)
     else:
-        from gateway.celery import app
+        from .redis_client import sync_redis
 
-        # Celery's own retry loop would hold a web database thread; a failure is an error.
-        app.send_task(RUN_TASK, args=[response_id], retry=False)
+        sync_redis().lpush(RUN_QUEUE_KEY, response_id)
 
 
 @lru_cache(maxsize=1)

@@ -6,6 +6,8 @@ from .retention import responses_prune
 from .worker.run import execute_run
 
 
+# Runs now travel on the run queue (dispatch.py); this task still runs the messages a web
+# process of an earlier version sent during an upgrade.
 @shared_task(name=RUN_TASK, acks_late=True, ignore_result=True)
 def run_response(response_id: str) -> None:
     execute_run(response_id)

@@ -88,6 +88,32 @@ def test_replay_then_live_tail_gives_every_event_once(make_bus):
 
 
 @pytest.mark.parametrize("make_bus", BUSES)
+def test_streams_subscribed_while_the_reader_waits_are_all_served(make_bus):
+    """Subscribes during one blocking read share a wake-up: none of them is left out."""
+    bus = make_bus()
+
+    async def scenario():
+        ids = [f"resp_wait_{os.getpid()}_{n}" for n in range(4)]
+        first = await bus.subscribe(ids[0], -1)
+        await asyncio.sleep(0.2)  # the reader now blocks on the first stream alone
+        others = [await bus.subscribe(response_id, -1) for response_id in ids[1:]]
+
+        async def write(response_id):
+            stamper = EventStamper()
+            writer = bus.writer(response_id)
+            await writer.append(batch(stamper, 2))
+            await writer.append(batch(stamper, 1, end=True))
+
+        for response_id in ids[1:]:  # the first stream stays silent: no wake-up from it
+            await write(response_id)
+        served = [await collect(subscription) for subscription in others]
+        await write(ids[0])
+        return [await collect(first), *served]
+
+    assert [numbers(entries) for entries in asyncio.run(scenario())] == [[0, 1, 2]] * 4
+
+
+@pytest.mark.parametrize("make_bus", BUSES)
 def test_an_error_before_start_reaches_the_reader(make_bus):
     bus = make_bus()
 

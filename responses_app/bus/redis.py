@@ -256,6 +256,10 @@ class _ReadHub:
         self.wake_id = b"0-0"
         self.subscribers: dict[str, set[Subscription]] = {}
         self.task: asyncio.Task | None = None
+        # A new stream joins at the next XREAD. Only a subscribe during a blocking XREAD
+        # must wake it (a wake entry), and one wake per XREAD serves every such subscribe.
+        self.reading = False
+        self.woken = False
 
     async def subscribe(self, response_id: str, after: int) -> Subscription:
         key = stream_key(response_id)
@@ -264,8 +268,13 @@ class _ReadHub:
         self.subscribers.setdefault(key, set()).add(subscription)
         if self.task is None or self.task.done():
             self.task = asyncio.ensure_future(self._read_forever())
-        else:
-            await self.client.xadd(self.wake_key, {"w": 1}, maxlen=16, approximate=True)
+        elif self.reading and not self.woken:
+            self.woken = True
+            try:
+                await self.client.xadd(self.wake_key, {"w": 1}, maxlen=16, approximate=True)
+            except BaseException:
+                self.woken = False  # the next subscribe tries again
+                raise
         return subscription
 
     def _unsubscribe(self, subscription: Subscription) -> None:
@@ -286,7 +295,11 @@ class _ReadHub:
                 streams = {self.wake_key: self.wake_id}
                 for key in self.subscribers:
                     streams[key] = self._cursor(key)
-                reply = await self.reader.xread(streams, block=READ_BLOCK_MS)
+                self.reading, self.woken = True, False
+                try:
+                    reply = await self.reader.xread(streams, block=READ_BLOCK_MS)
+                finally:
+                    self.reading = False
                 if self.bus.read_coalesce:
                     # let entries of other streams gather: one XREAD then serves many
                     await asyncio.sleep(self.bus.read_coalesce)

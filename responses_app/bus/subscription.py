@@ -25,6 +25,8 @@ class Subscription:
 
     async def get(self, keepalive_seconds: float | None = None):
         """The next entry, or KEEPALIVE after `keepalive_seconds` without one."""
+        if not self.queue.empty():  # no timer needed
+            return self.queue.get_nowait()
         if keepalive_seconds is None:
             return await self.queue.get()
         try:
