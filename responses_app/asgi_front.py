@@ -20,15 +20,22 @@ from django.db import close_old_connections
 
 from accounting import ratelimit
 from observability.http import Exchange
-from observability.request_context import HEADER as REQUEST_ID_HEADER, bind_request_id
+from observability.request_context import HEADER as REQUEST_ID_HEADER
+from observability.request_context import bind_request_id
 
 from . import relay, services
 from .auth import resolve_api_key
 from .bus import event_bus
 from .cancellation import cancellation
 from .create_request import NUL_MESSAGE, contains_nul, parse_create_request
-from .errors import (BodyTooLarge, InvalidRequest, NotFound, ServerError, as_api_error,
-                     error_body)
+from .errors import (
+    BodyTooLarge,
+    InvalidRequest,
+    NotFound,
+    ServerError,
+    as_api_error,
+    error_body,
+)
 from .models import TERMINAL_STATUSES, StoredResponse
 
 log = logging.getLogger(__name__)
@@ -104,12 +111,17 @@ async def create_response(scope, receive, send):
             reply.on_disconnect = lambda: _cancel(row.id)
     except Exception as exc:  # every failure is an OpenAI-shaped JSON error
         reply = _reply_for(exc)
+    await _answer(reply, exchange, HOT_ROUTE, HOT_PATH, receive, send)
+
+
+async def _answer(reply: relay.Reply, exchange, route: str, path: str, receive, send) -> None:
+    """Send the reply with the exchange's headers (request id, rate limits); count it."""
     reply.headers = [*reply.headers, *((k.encode(), v.encode())
                                        for k, v in exchange.headers.items())]
     try:
         await send_reply(reply, receive, send)
     finally:
-        exchange.answered(HOT_ROUTE, HOT_PATH, reply.status)
+        exchange.answered(route, path, reply.status)
 
 
 def _create(authorization, body, exchange):
@@ -178,12 +190,7 @@ async def resume_response(scope, receive, send, response_id: str, query: dict):
         reply = await relay.resume_reply(response_id, after)
     except Exception as exc:
         reply = _reply_for(exc)
-    reply.headers = [*reply.headers, *((k.encode(), v.encode())
-                                       for k, v in exchange.headers.items())]
-    try:
-        await send_reply(reply, receive, send)
-    finally:
-        exchange.answered(RESPONSE_ROUTE, scope["path"], reply.status)
+    await _answer(reply, exchange, RESPONSE_ROUTE, scope["path"], receive, send)
 
 
 def _starting_after(query: dict) -> int:

@@ -1,6 +1,7 @@
 """Real processes for end-to-end tests: Daphne (web) and a Celery worker, on real Postgres
 and Redis, each started with its own environment and stopped or restarted on demand."""
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import httpx
 import psycopg
+import redis
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -145,3 +147,43 @@ def _terminate(process: subprocess.Popen | None) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+class RedisServer:
+    """A throwaway redis-server on 127.0.0.1 that the test may stop and start again."""
+
+    def __init__(self, workdir):
+        self.port = free_port()
+        self.workdir = workdir
+        self.process = None
+
+    @property
+    def base_url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/0"
+
+    def start(self):
+        self.process = subprocess.Popen(
+            [shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", str(self.workdir)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                redis.Redis.from_url(self.url).ping()
+                return
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=15)
+
+    def kill(self):
+        """SIGKILL: Redis gone at once, as in a crash."""
+        self.process.kill()
+        self.process.wait()

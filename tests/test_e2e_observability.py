@@ -2,55 +2,20 @@
 server (started here on a free port, so the test can stop it) and web and worker sharing
 a Prometheus multiprocess directory."""
 import json
-import shutil
-import subprocess
-import time
 from contextlib import contextmanager
 
 import httpx
 import pytest
-import redis
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import production_deployment
+from tests.deployment_setup import provision, readyz, wait_for_readiness
 from tests.invariants import check_stream
 from tests.oracles import check_sse_stream
-from tests.servers import Deployment, free_port
+from tests.servers import Deployment, RedisServer
 from tests.sse import parse_sse
-from tests.deployment_setup import provision, readyz, wait_for_readiness
 
 POLL_SECONDS = 30
-
-
-class RedisServer:
-    """A throwaway redis-server on 127.0.0.1 that the test may stop and start again."""
-
-    def __init__(self, workdir):
-        self.port = free_port()
-        self.workdir = workdir
-        self.process = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self):
-        self.process = subprocess.Popen(
-            [shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--dir", str(self.workdir)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + POLL_SECONDS
-        while time.monotonic() < deadline:
-            try:
-                redis.Redis.from_url(self.url).ping()
-                return
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        raise RuntimeError("redis-server did not start")
-
-    def stop(self):
-        self.process.terminate()
-        self.process.wait(timeout=15)
 
 
 @contextmanager

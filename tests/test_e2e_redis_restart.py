@@ -1,40 +1,14 @@
 """Redis restarted under a running deployment (a Redis server of the test's own, on a free
 port): the run in flight fails explicitly, its client's stream ends, stored responses are
 untouched, and new requests work again once Redis is back — without restarting anything."""
-import signal
-import subprocess
 import time
 
 import httpx
 import pytest
 
 from tests.conftest import production_deployment
-from tests.servers import free_port
+from tests.servers import RedisServer
 from tests.test_e2e_durable import EventReader, deltas, wait_for, wait_status
-
-
-class RedisServer:
-    def __init__(self, workdir):
-        self.port = free_port()
-        self.workdir = workdir
-        self.process = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(self.workdir)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        wait_for(lambda: subprocess.run(["redis-cli", "-p", str(self.port), "ping"],
-                                        capture_output=True).stdout.strip() == b"PONG",
-                 "redis-server to answer", timeout=10)
-
-    def kill(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait()
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +23,7 @@ def redis_server(tmp_path_factory):
 def test_a_redis_restart_fails_the_run_in_flight_and_the_service_recovers(
         upstream, tmp_path_factory, redis_server):
     with production_deployment(upstream, tmp_path_factory, "redisrestart", 0,
-                               redis_base_url=redis_server.url) as deployment:
+                               redis_base_url=redis_server.base_url) as deployment:
         key = deployment.new_api_key("rita")
         with httpx.Client(base_url=deployment.base_url, timeout=30,
                           headers={"Authorization": f"Bearer {key}"}) as api:
