@@ -17,6 +17,7 @@ from urllib.parse import parse_qs
 import orjson
 from django.conf import settings
 from django.db import close_old_connections
+from django.http.request import split_domain_port, validate_host
 
 from accounting import ratelimit
 from observability.http import Exchange
@@ -54,15 +55,35 @@ def route_hot_paths(django_app):
     async def application(scope, receive, send):
         if scope["type"] == "http":
             if scope["path"] == HOT_PATH and scope["method"] == "POST":
-                return await create_response(scope, receive, send)
+                return await _unless_bad_host(create_response, scope, receive, send)
             if scope["method"] == "GET" and b"stream=" in scope["query_string"]:
                 match = RESPONSE_PATH.match(scope["path"])
                 query = parse_qs(scope["query_string"].decode("latin-1"))
                 if match and query.get("stream", [""])[-1].lower() == "true":
-                    return await resume_response(scope, receive, send, match[1], query)
+                    return await _unless_bad_host(resume_response, scope, receive, send,
+                                                  match[1], query)
         await django_app(scope, receive, send)
 
     return application
+
+
+async def _unless_bad_host(handler, scope, receive, send, *args):
+    """ALLOWED_HOSTS holds here too (Django checks it for every other route)."""
+    if _host_allowed(_header(scope, b"host")):
+        return await handler(scope, receive, send, *args)
+    await send_reply(_reply_for(InvalidRequest("Bad request (check the Host header).",
+                                               code="bad_request")), receive, send)
+
+
+@lru_cache(maxsize=256)
+def _host_allowed(host: str | None) -> bool:
+    if host is None:  # HTTP/1.0 without Host: Django falls back to the server's name
+        return True
+    allowed = settings.ALLOWED_HOSTS
+    if settings.DEBUG and not allowed:
+        allowed = [".localhost", "127.0.0.1", "[::1]"]
+    domain, _ = split_domain_port(host)
+    return bool(domain) and validate_host(domain, allowed)
 
 
 async def refuse_websocket(scope, receive, send):

@@ -157,3 +157,12 @@ def test_a_bad_host_header_is_a_json_400(key):
     response = Client(HTTP_HOST="evil.example").get(
         "/v1/models", HTTP_AUTHORIZATION=f"Bearer {key}")
     assert_error(response, 400, "bad_request")
+
+
+def test_a_bad_host_header_is_a_json_400_on_the_asgi_front_too(key):
+    data = json.dumps({"model": "m", "input": "hi"}).encode()
+    communicator = HttpCommunicator(application, "POST", "/v1/responses", body=data, headers=[
+        (b"host", b"evil.example"), (b"content-type", b"application/json"),
+        (b"authorization", f"Bearer {key}".encode())])
+    assert_error(AsgiResponse(async_to_sync(communicator.get_response)(timeout=10)), 400,
+                 "bad_request")
