@@ -5,6 +5,7 @@ from datetime import datetime, timezone
 
 from django.conf import settings
 
+from accounting import ratelimit
 from mcp_tools.services import mcp_request_prepare
 
 from .bus import event_bus
@@ -75,7 +76,8 @@ def response_cancel(tenant: Tenant, response_id: str) -> dict:
         cancelled = StoredResponse.objects.filter(
             id=response_id, status=ResponseStatus.QUEUED).update(
             status=ResponseStatus.CANCELLED, resource=resource)
-        if cancelled:
+        if cancelled:  # it never runs: its slot and token estimate are given back now
+            ratelimit.settle(tenant.id, row.request.get("context") or {}, 0)
             event_bus().append_now(response_id, Entry(0, -1, b"", end=True))
             return resource
     cancellation().request_cancel(response_id)
@@ -90,7 +92,7 @@ def response_cancel(tenant: Tenant, response_id: str) -> dict:
 
 def _stored_row(tenant: Tenant, response_id: str) -> StoredResponse:
     row = (StoredResponse.objects.filter(id=response_id, tenant=tenant, store=True)
-           .only("id", "status", "background", "resource").first())
+           .only("id", "status", "background", "request", "resource").first())
     if row is None:
         raise NotFound(f"No response found with id '{response_id}'.")
     return row

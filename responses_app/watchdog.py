@@ -16,6 +16,8 @@ from datetime import datetime, timezone
 from django.conf import settings
 from django.db import close_old_connections
 
+from accounting import ratelimit
+
 from .bus import event_bus
 from .bus.entries import Entry
 from .dispatch import dispatch_run
@@ -50,7 +52,7 @@ def fail_orphaned_runs() -> list[str]:
 def fail_orphan(response_id: str) -> bool:
     """Fail one run as lost; False if it ended meanwhile (its worker was alive after all)."""
     row = (StoredResponse.objects.filter(id=response_id, status=ResponseStatus.IN_PROGRESS)
-           .only("id", "store", "resource").first())
+           .only("id", "tenant_id", "store", "request", "resource").first())
     if row is None:
         return False
     bus = event_bus()
@@ -66,6 +68,8 @@ def fail_orphan(response_id: str) -> bool:
         status=ResponseStatus.FAILED, resource=resource, error_code=WORKER_LOST[0])
     if not won:
         return False
+    # its run slot and token estimate are given back now, not when the lease lapses
+    ratelimit.settle(row.tenant_id, row.request.get("context") or {}, 0)
     if not row.store:
         StoredResponse.objects.filter(id=response_id).delete()
     next_number = entries[-1].last + 1 if entries else 0

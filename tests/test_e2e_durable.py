@@ -274,6 +274,23 @@ def test_cancel_of_a_queued_response_means_it_never_runs(durable, api, clean_ups
     assert api.get(f"/responses/{queued['id']}").json()["status"] == "cancelled"
 
 
+def test_cancelling_a_queued_response_gives_its_run_slot_back(durable):
+    key = durable.new_api_key("one-at-a-time")
+    durable.manage("set_limits", "one-at-a-time", "--concurrent-runs", "1")
+    with client(durable, key) as api:
+        durable.stop_worker()
+        try:
+            queued = api.post("/responses", json={"model": "fake-text", "input": "wait",
+                                                  "background": True}).json()
+            refused = api.post("/responses", json={"model": "fake-text", "input": "second"})
+            assert refused.status_code == 429  # the queued run holds the only slot
+            assert api.post(f"/responses/{queued['id']}/cancel").json()["status"] == "cancelled"
+        finally:
+            durable.start_worker()
+        answer = api.post("/responses", json={"model": "fake-text", "input": "third"})
+        assert answer.status_code == 200, answer.text
+
+
 def test_a_store_false_client_that_leaves_stops_the_upstream_call(api, clean_upstream):
     with api.stream("POST", "/responses", json={"model": "bench-400-25", "input": "ephemeral",
                                                 "stream": True, "store": False}) as stream:
