@@ -174,16 +174,25 @@ class RedisLogWriter:
 
 
 class _StreamWriter:
-    """All writes of one event loop: pending entries per stream, flushed in pipelines."""
+    """All writes of one event loop: pending entries per stream, sent by one flusher.
+
+    One pipeline is in flight at a time (a stream's entries reach Redis in order). An
+    urgent entry starts a flush at once, or right after the one in flight, and its writer
+    waits for the pipeline that carried it; other entries wait up to `flush_interval` to
+    share a pipeline. Waiting on that pipeline's outcome, not on a lock, keeps an urgent
+    entry from queueing behind every other flush of a busy loop.
+    """
 
     def __init__(self, bus: RedisEventBus):
         self.bus = bus
         self.client = _client(bus.url)
         self.pending: dict[str, Entry] = {}
+        self.waiting: list[tuple[str, asyncio.Future]] = []  # urgent writers, by stream
         self.fenced: set[str] = set()
         self.broken: dict[str, Exception] = {}  # stream -> why its last flush failed
-        self.lock = asyncio.Lock()
-        self.flush_scheduled = False
+        self.flushing = False  # the flusher task is running
+        self.due = False       # flush the pending entries without waiting for the timer
+        self.timer: asyncio.TimerHandle | None = None
 
     async def append(self, key: str, entry: Entry, urgent: bool) -> None:
         if key in self.fenced:
@@ -192,55 +201,77 @@ class _StreamWriter:
             raise self.broken.pop(key)
         previous = self.pending.get(key)
         self.pending[key] = entry if previous is None else previous.merged(entry)
-        if urgent:
-            try:
-                await self.flush()
-            except Exception:
-                self.broken.pop(key, None)  # this run hears it now
-                raise
-            if key in self.fenced:
-                raise StreamFenced(key)
-        elif not self.flush_scheduled:
-            self.flush_scheduled = True
-            asyncio.get_running_loop().call_later(self.bus.flush_interval, self._flush_soon)
+        if not urgent:
+            if self.timer is None and not self.flushing:
+                self.timer = asyncio.get_running_loop().call_later(self.bus.flush_interval,
+                                                                   self._flush_due)
+            return
+        sent = asyncio.get_running_loop().create_future()
+        self.waiting.append((key, sent))
+        self._flush_due()
+        await sent  # raises what stopped the pipeline that carried this entry
+        if key in self.fenced:
+            raise StreamFenced(key)
 
-    def _flush_soon(self) -> None:
-        self.flush_scheduled = False
-        if self.pending:
-            asyncio.ensure_future(self._flush_in_background())
+    def _flush_due(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        self.due = True
+        if not self.flushing:
+            self.flushing = True
+            asyncio.ensure_future(self._flusher())
 
-    async def _flush_in_background(self) -> None:
+    async def _flusher(self) -> None:
+        """Send pipelines while a flush is due; leave a timer for entries still pending."""
         try:
-            await self.flush()
-        except Exception as exc:  # kept in `broken`: the runs see it on their next append
-            log.warning("event stream flush failed: %s", exc)
+            while self.due and self.pending:
+                self.due = False
+                batch, self.pending = self.pending, {}
+                waiting, self.waiting = self.waiting, []
+                failures = await self._send(batch)
+                for key, sent in waiting:
+                    if sent.done():  # its writer was cancelled meanwhile
+                        continue
+                    if key in failures:
+                        self.broken.pop(key, None)  # this run hears it now
+                        sent.set_exception(failures[key])
+                    else:
+                        sent.set_result(None)
+        finally:
+            self.flushing = False
+            self.due = False
+            if self.pending and self.timer is None:
+                self.timer = asyncio.get_running_loop().call_later(self.bus.flush_interval,
+                                                                   self._flush_due)
 
-    async def flush(self) -> None:
-        async with self.lock:
-            if not self.pending:
-                return
-            batch, self.pending = self.pending, {}
-            pipe = self.client.pipeline(transaction=False)
-            command_keys = []  # the stream each pipelined command wrote to
-            for key, entry in batch.items():
-                pipe.xadd(key, encode(entry), id=entry_id_of(entry))
+    async def _send(self, batch: dict[str, Entry]) -> dict[str, Exception]:
+        """One pipeline for the batch; the streams whose write failed, with the failure
+        (also kept in `broken`, for writers that did not wait). Refused writes fence."""
+        pipe = self.client.pipeline(transaction=False)
+        command_keys = []  # the stream each pipelined command wrote to
+        for key, entry in batch.items():
+            pipe.xadd(key, encode(entry), id=entry_id_of(entry))
+            command_keys.append(key)
+            if entry.end or entry.first == 0:
+                ttl = self.bus.retention_ms if entry.end else self.bus.running_ttl_ms
+                pipe.pexpire(key, ttl)
                 command_keys.append(key)
-                if entry.end or entry.first == 0:
-                    ttl = self.bus.retention_ms if entry.end else self.bus.running_ttl_ms
-                    pipe.pexpire(key, ttl)
-                    command_keys.append(key)
-            try:
-                results = await pipe.execute(raise_on_error=False)
-            except Exception as exc:  # Redis unreachable: every run in the batch must know
-                for key in batch:
-                    self.broken[key] = exc
-                raise
-        for key, result in zip(command_keys, results):
-            if isinstance(result, ResponseError):
-                log.warning("event stream %s refused a write: %s", key, result)
-                self.fenced.add(key)
-            elif isinstance(result, Exception):
-                raise result
+        try:
+            results = await pipe.execute(raise_on_error=False)
+        except Exception as exc:  # Redis unreachable: every run in the batch must know
+            log.warning("event stream flush failed: %s", exc)
+            failures = dict.fromkeys(batch, exc)
+        else:
+            failures = {}
+            for key, result in zip(command_keys, results):
+                if isinstance(result, ResponseError):
+                    log.warning("event stream %s refused a write: %s", key, result)
+                    self.fenced.add(key)
+                elif isinstance(result, Exception):
+                    failures[key] = result
+        self.broken.update(failures)
+        return failures
 
 
 class _ReadHub:
