@@ -203,6 +203,8 @@ EMBEDDED_WORKER_THREADS = env.int("EMBEDDED_WORKER_THREADS", default=32)
 GC_GEN0_THRESHOLD = env.int("GC_GEN0_THRESHOLD", default=50_000)
 # Threads the web process uses for database work on the streaming path.
 WEB_DB_THREADS = env.int("WEB_DB_THREADS", default=8)
+# Threads a worker process's runs hand their database work to (claim, store).
+WORKER_DB_THREADS = env.int("WORKER_DB_THREADS", default=8)
 
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

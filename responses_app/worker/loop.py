@@ -1,12 +1,20 @@
-"""The process's run loop: one asyncio loop on a background thread for all runs.
+"""The process's run loop: one asyncio loop on a background thread for all runs, and the
+few database threads its runs hand their blocking work to.
 
 Runs are mostly waiting on sockets; one loop per process lets them share the upstream
-connection pool and the bus writer's pipeline. Sync callers (Celery task threads, the
-embedded dispatcher) submit coroutines with `run()` and block on the result, keeping
-their ORM work on their own thread.
+connection pool and the bus writer's pipeline. A run is a coroutine on this loop; its
+ORM work (claim, store) and other blocking calls go to `WORKER_DB_THREADS` threads with
+`blocking()`, one hop each way, so no thread is held while a run streams. Sync callers
+(the Celery task, the embedded dispatcher) submit coroutines with `run()` and wait.
 """
 import asyncio
+import contextvars
 import threading
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+
+from django.conf import settings
+from django.db import close_old_connections
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
@@ -34,3 +42,24 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
 def run(coroutine):
     """Run `coroutine` on the run loop and return its result (blocking this thread)."""
     return asyncio.run_coroutine_threadsafe(coroutine, run_loop()).result()
+
+
+@lru_cache(maxsize=1)
+def _db_threads() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=settings.WORKER_DB_THREADS,
+                              thread_name_prefix="run-db")
+
+
+async def blocking(function, *args):
+    """`function(*args)` on a database thread, in this task's context (its request id);
+    the thread's database connection goes back to the pool afterwards."""
+    context = contextvars.copy_context()
+    return await asyncio.get_running_loop().run_in_executor(
+        _db_threads(), context.run, _with_db, function, *args)
+
+
+def _with_db(function, *args):
+    try:
+        return function(*args)
+    finally:
+        close_old_connections()

@@ -1,10 +1,12 @@
 """One run: claim the response, stream the upstream through the translator onto the bus,
 store the result, then publish the terminal event.
 
-`execute_run` is sync (Celery task thread or embedded dispatcher thread) and does the
-database work itself; the streaming part runs on the shared run loop. A run that can be
-cancelled (background, or store=false whose client left) watches for a cancel request:
-its upstream call stops, what was produced is stored as `cancelled`, and the stream ends.
+A run is a coroutine on the process's run loop (`run_response`); its database work goes
+to the loop's database threads in two hops (claim, then store and settle), so no thread
+waits while it streams. `execute_run` is the sync entry (the Celery task, the embedded
+dispatcher). A run that can be cancelled (background, or store=false whose client left)
+watches for a cancel request: its upstream call stops, what was produced is stored as
+`cancelled`, and the stream ends.
 """
 import asyncio
 import logging
@@ -12,10 +14,10 @@ import time
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import connection
 
 from mcp_tools.run_plan import mcp_run_plan
 from mcp_tools.runner import McpToolLoop
+from observability.request_context import bind_request_id
 from upstreams.retry_policy import RetryPolicy
 from upstreams.routing import Route, route_for_model
 
@@ -29,7 +31,8 @@ from ..translation.sse import EventStamper
 from ..translation.state_machine import ResponseTranslator, TranslatorOptions
 from . import loop, result_store
 from .heartbeat import worker_id
-from .run_observer import observed_run
+from .loop import blocking
+from .run_observer import ObservedRun
 from .upstream import UpstreamRejected, UpstreamStreamFailed, open_chat_stream
 
 log = logging.getLogger(__name__)
@@ -42,7 +45,7 @@ DELTA_EVENTS = {"response.output_text.delta", "response.refusal.delta",
 
 @dataclass
 class Generated:
-    """What the streaming part leaves for the sync part: the final object and last events."""
+    """What the streaming part leaves for the storing part: the final object and last events."""
 
     resource: dict | None = None
     closing: list | None = None
@@ -55,37 +58,72 @@ class Generated:
 
 
 def execute_run(response_id: str) -> None:
-    job = result_store.claim_run(response_id, worker_id())
-    if job is None:
+    """Run a response from a sync caller, on the run loop, and wait for it to end."""
+    loop.run(run_response(response_id))
+
+
+async def run_response(response_id: str) -> None:
+    claimed = await blocking(_claim, response_id)
+    if claimed is None:
         log.info("run %s already claimed or gone", response_id)
         return
-    with observed_run(job) as run:  # request id in logs; limits and metrics when it ends
-        _run_claimed(job, run)
-
-
-def _run_claimed(job, run) -> None:
-    response_id = job.response_id
-    mcp_plan = mcp_run_plan(job)
-    route = route_for_model(job.resource["model"])  # cached: no query per run
-    connection.close()  # back to the pool while streaming; runs outnumber connections
+    job, route, mcp_plan = claimed
+    run = ObservedRun(job)
+    bind_request_id(job.context.get("request_id"))  # this task's log lines carry it
     try:
-        generated = run.generated = loop.run(_generate(job, route, mcp_plan))
+        await _run_claimed(job, run, route, mcp_plan)
+    finally:
+        if not run.settled:  # it ended without reaching the store path (fenced, crashed)
+            await blocking(run.ended)
+
+
+def _claim(response_id: str):
+    """The claimed job with its upstream route and MCP plan, or None (database thread)."""
+    job = result_store.claim_run(response_id, worker_id())
+    if job is None:
+        return None
+    return job, route_for_model(job.resource["model"]), mcp_run_plan(job)
+
+
+async def _run_claimed(job, run: ObservedRun, route: Route, mcp_plan) -> None:
+    response_id = job.response_id
+    try:
+        generated = run.generated = await _generate(job, route, mcp_plan)
     finally:
         if job.cancellable:
-            cancellation().forget(response_id)
+            await blocking(cancellation().forget, response_id)
     writer = generated.writer
     if generated.fenced:
         return
     if generated.rejected is not None:
-        result_store.discard_unstarted(job)
-        run.ended()
+        await blocking(_discard, job, run)
         rejected = generated.rejected
-        loop.run(writer.append(error_entry(rejected.status, rejected.body, rejected.headers)))
+        await writer.append(error_entry(rejected.status, rejected.body, rejected.headers))
         return
+    if not await blocking(_store, job, run, generated):
+        # the watchdog failed it meanwhile and ended its stream
+        log.warning("run %s ended after it was given up; its result is dropped", response_id)
+        return
+    first = generated.stamper.next_sequence_number
+    data = generated.stamper.render(generated.closing)
+    last = generated.stamper.next_sequence_number - 1
+    await writer.append(Entry(first, last, data, end=True))
+
+
+def _discard(job, run: ObservedRun) -> None:
+    """A run rejected before it started leaves nothing behind (database thread)."""
+    result_store.discard_unstarted(job)
+    run.ended()
+
+
+def _store(job, run: ObservedRun, generated: Generated) -> bool:
+    """Store the result and settle the run (database thread), before the terminal event
+    is published: a follow-up finds the response and its slot free. False if the run no
+    longer owns the response."""
     try:
         stored = result_store.store_result(job, generated.resource)
     except Exception:
-        log.exception("storing %s failed", response_id)
+        log.exception("storing %s failed", job.response_id)
         stored = True
         generated.resource["status"] = "failed"
         generated.resource["error"] = {"code": "server_error",
@@ -93,14 +131,8 @@ def _run_claimed(job, run) -> None:
         closing = [e for e in generated.closing if e["type"] not in TERMINAL_EVENTS]
         generated.closing = closing + [{"type": "response.failed",
                                         "response": generated.resource}]
-    run.ended()  # before the terminal event: a follow-up finds its slot free
-    if not stored:  # the watchdog failed it meanwhile and ended its stream
-        log.warning("run %s ended after it was given up; its result is dropped", response_id)
-        return
-    first = generated.stamper.next_sequence_number
-    data = generated.stamper.render(generated.closing)
-    last = generated.stamper.next_sequence_number - 1
-    loop.run(writer.append(Entry(first, last, data, end=True)))
+    run.ended()
+    return stored
 
 
 def _retry_policy() -> RetryPolicy:

@@ -1,17 +1,14 @@
-"""Around one run: its request id on every log line; when its result is stored, the
-settlement of its admission (real tokens for the estimate, its slot released), its
-metrics and a log line.
+"""After one run: when its result is stored, the settlement of its admission (real tokens
+for the estimate, its slot released), its metrics and a log line.
 
 The usage itself is written by the result store, with the response. A run that ends
-without reaching the store path (fenced, crashed) is settled on the way out.
+without reaching the store path (fenced, crashed) is settled on the way out (run.py).
 """
 import logging
 import time
-from contextlib import contextmanager
 
 from accounting import ratelimit
 from observability import metrics
-from observability.request_context import bind_request_id
 
 log = logging.getLogger(__name__)
 
@@ -50,17 +47,6 @@ class ObservedRun:
         resource = generated.resource or {}
         error = resource.get("error") or {}
         return resource.get("status", "unknown"), resource, error.get("code")
-
-
-@contextmanager
-def observed_run(job):
-    run = ObservedRun(job)
-    bind_request_id(job.context.get("request_id"))
-    try:
-        yield run
-    finally:
-        run.ended()  # if it ended without reaching the store path (fenced, crashed)
-        bind_request_id(None)
 
 
 def _observe(run: ObservedRun, status: str, resource: dict, error_code: str | None) -> None:

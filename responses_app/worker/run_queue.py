@@ -1,25 +1,26 @@
 """The worker's side of the run queue: response ids on one Redis list (see dispatch.py).
 
 The web LPUSHes a committed, queued response's id; each worker process has one consumer
-thread that BRPOPs ids while it has a free run thread, and runs each on its own pool of
-`concurrency` threads. This is all a run needs from a broker, at a fraction of a Celery
-task's cost per run (publish, message encoding, consumer hub, task tracing).
+on its run loop that BRPOPs ids while fewer than `concurrency` runs are in progress, and
+starts each as a task on that loop. This is all a run needs from a broker, at a fraction
+of a Celery task's cost per run (publish, message encoding, consumer hub, task tracing).
 
 Delivery is at most once, as with the Celery broker without ack emulation: an id popped
 by a worker that dies before claiming it stays `queued` in the database, and the watchdog
 sends it again after QUEUED_REDISPATCH_SECONDS. A duplicate is harmless: the claim is
 one conditional UPDATE (queued → in_progress).
 """
+import asyncio
 import logging
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
-import redis
+import redis.asyncio as aioredis
 from django.conf import settings
-from django.db import close_old_connections
+from redis.exceptions import RedisError
 
 from ..dispatch import RUN_QUEUE_KEY
-from .run import execute_run
+from .loop import run_loop
+from .run import run_response
 
 log = logging.getLogger(__name__)
 
@@ -27,50 +28,60 @@ POP_TIMEOUT_SECONDS = 1  # how soon a stopping consumer notices
 
 
 class RunConsumer:
-    """One worker process's consumer: pops ids while a run thread is free, runs them."""
+    """One worker process's consumer: pops ids while it may start a run, runs them."""
 
     def __init__(self, concurrency: int):
-        self.free = threading.Semaphore(concurrency)
-        self.pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="run")
+        self.concurrency = concurrency
         self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._consume, name="run-queue", daemon=True)
-        self.client = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=5,
-                                           socket_timeout=POP_TIMEOUT_SECONDS + 5)
+        self.runs: set[asyncio.Task] = set()
+        self.consuming = None  # the consumer's concurrent future, once started
 
     def start(self) -> None:
-        self.thread.start()
+        self.consuming = asyncio.run_coroutine_threadsafe(self._consume(), run_loop())
 
     def stop(self) -> None:
         """Take no more runs; the runs in progress go on to their end."""
         self.stopping.set()
-        self.thread.join(POP_TIMEOUT_SECONDS + 6)
-        self.pool.shutdown(wait=True)
-
-    def _consume(self) -> None:
-        while True:
-            self.free.acquire()  # a run thread is free
-            if self.stopping.is_set():
-                return
-            try:
-                popped = self.client.brpop([RUN_QUEUE_KEY], timeout=POP_TIMEOUT_SECONDS)
-            except redis.RedisError as exc:  # Redis away: try again shortly
-                self.free.release()
-                log.warning("run queue unavailable: %s", exc)
-                self.stopping.wait(1.0)
-                continue
-            if popped is None:
-                self.free.release()
-                continue
-            self.pool.submit(self._run, popped[1].decode())
-
-    def _run(self, response_id: str) -> None:
         try:
-            execute_run(response_id)
+            self.consuming.result(POP_TIMEOUT_SECONDS + 6)
+        except Exception as exc:
+            log.warning("run queue consumer did not stop cleanly: %r", exc)
+        asyncio.run_coroutine_threadsafe(self._runs_ended(), run_loop()).result()
+
+    async def _runs_ended(self) -> None:
+        if self.runs:
+            await asyncio.wait(set(self.runs))
+
+    async def _consume(self) -> None:
+        free = asyncio.Semaphore(self.concurrency)
+        client = aioredis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=5,
+                                         socket_timeout=POP_TIMEOUT_SECONDS + 5)
+        try:
+            while not self.stopping.is_set():
+                await free.acquire()  # fewer than `concurrency` runs in progress
+                try:
+                    popped = await client.brpop([RUN_QUEUE_KEY], timeout=POP_TIMEOUT_SECONDS)
+                except RedisError as exc:  # Redis away: try again shortly
+                    free.release()
+                    log.warning("run queue unavailable: %s", exc)
+                    await asyncio.sleep(1.0)
+                    continue
+                if popped is None:
+                    free.release()
+                    continue
+                task = asyncio.ensure_future(self._run(popped[1].decode(), free))
+                self.runs.add(task)
+                task.add_done_callback(self.runs.discard)
+        finally:
+            await client.aclose()
+
+    async def _run(self, response_id: str, free: asyncio.Semaphore) -> None:
+        try:
+            await run_response(response_id)
         except Exception:
             log.exception("run %s crashed", response_id)
         finally:
-            close_old_connections()
-            self.free.release()
+            free.release()
 
 
 _consumer: RunConsumer | None = None
@@ -87,4 +98,3 @@ def start_consumer(concurrency: int) -> RunConsumer:
 def stop_consumer() -> None:
     if _consumer is not None:
         _consumer.stop()
-
