@@ -20,6 +20,7 @@ from .history import chain_items
 from .ids import new_id
 from .models import TERMINAL_STATUSES, ResponseStatus, StoredResponse, Tenant
 from .reasoning_token import open_sealed
+from .response_rows import insert_response
 from .translation.resource import new_response_resource
 
 
@@ -45,7 +46,7 @@ def response_create(tenant: Tenant, create: CreateRequest,
         status=ResponseStatus.QUEUED.value, conversation_id=create.conversation_id,
     )
     # One INSERT in autocommit: atomic by itself, and committed before the run is sent.
-    row = StoredResponse.objects.create(
+    row = insert_response(StoredResponse(
         id=response_id, tenant=tenant, status=ResponseStatus.QUEUED, model=create.model,
         store=create.store, background=create.background, previous_response_id=previous,
         conversation_id=create.conversation_id,
@@ -53,7 +54,7 @@ def response_create(tenant: Tenant, create: CreateRequest,
         request={"instructions": create.instructions, "params": create.params,
                  "include": create.include, "context": context or {}},
         input_items=input_items, resource=resource,
-    )
+    ))
     dispatch_run(response_id)
     return row
 

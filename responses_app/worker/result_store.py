@@ -16,6 +16,7 @@ from accounting.usage import record_response_usage
 
 from ..conversation_items import append_items, conversation_items
 from ..history import chain_items
+from .. import response_rows
 from ..models import ResponseStatus, StoredResponse
 from ..translation.chat_request import ChatRequest, build_chat_request
 
@@ -107,22 +108,14 @@ def store_result(job: RunJob, resource: dict) -> bool:
 
 
 def _store(job: RunJob, resource: dict) -> bool:
-    owned = StoredResponse.objects.filter(id=job.response_id, status=ResponseStatus.IN_PROGRESS)
     if not job.store:
+        owned = StoredResponse.objects.filter(id=job.response_id,
+                                              status=ResponseStatus.IN_PROGRESS)
         deleted, _ = owned.delete()
         return bool(deleted)
-    completed_at = resource.get("completed_at")
-    usage = resource.get("usage") or {}
-    error = resource.get("error") or {}
-    return bool(owned.update(
-        status=resource["status"],
-        resource=resource,
-        input_tokens=usage.get("input_tokens"),
-        output_tokens=usage.get("output_tokens"),
-        # the precise time: the response object's `completed_at` is in whole seconds
-        completed_at=datetime.now(timezone.utc) if completed_at else None,
-        error_code=error.get("code"),
-    ))
+    # the precise time: the response object's `completed_at` is in whole seconds
+    completed_at = datetime.now(timezone.utc) if resource.get("completed_at") else None
+    return response_rows.store_result(job.response_id, resource, completed_at)
 
 
 def append_to_conversation(job: RunJob, resource: dict) -> None:
