@@ -100,7 +100,7 @@ def _error_reply(entry: Entry) -> Reply:
 
 async def _sse_body(subscription, first: Entry | None):
     keepalive = settings.SSE_KEEPALIVE_SECONDS
-    queue = subscription.queue
+    pending = subscription.pending
     ACTIVE_STREAMS.inc()
     try:
         entry = first if first is not None else await subscription.get(keepalive)
@@ -112,8 +112,8 @@ async def _sse_body(subscription, first: Entry | None):
             else:
                 chunks = [entry.data]
                 events = entry.last - entry.first + 1
-                while not entry.end and not queue.empty():
-                    entry = queue.get_nowait()
+                while not entry.end and pending:
+                    entry = pending.popleft()
                     if entry.error is not None:
                         break
                     chunks.append(entry.data)

@@ -349,5 +349,5 @@ class _ReadHub:
                 "service_unavailable"))
             for group in self.subscribers.values():
                 for subscription in group:
-                    subscription.queue.put_nowait(failure)
+                    subscription.put(failure)
             self.subscribers.clear()

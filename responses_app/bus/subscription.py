@@ -1,17 +1,22 @@
 """A reader's view of one response's event log: entries after its cursor, in order."""
 import asyncio
+from collections import deque
 
 from .entries import KEEPALIVE, Entry
 
 
 class Subscription:
-    """Receives entries on the subscriber's event loop; `get()` waits for the next one."""
+    """Receives entries on the subscriber's event loop; `get()` waits for the next one.
+
+    A deque and one waiter future rather than an asyncio.Queue and a timeout scope per
+    wait: the relay waits once per entry of every stream it serves."""
 
     def __init__(self, response_id: str, after: int, on_close=None):
         self.response_id = response_id
         self.cursor = after
         self.loop = asyncio.get_running_loop()
-        self.queue: asyncio.Queue = asyncio.Queue()
+        self.pending: deque = deque()
+        self._waiter: asyncio.Future | None = None
         self._on_close = on_close
 
     def deliver(self, entry: Entry) -> None:
@@ -21,21 +26,37 @@ class Subscription:
             return
         if trimmed.error is None:
             self.cursor = trimmed.last
-        self.queue.put_nowait(trimmed)
+        self.put(trimmed)
+
+    def put(self, entry: Entry) -> None:
+        """Queue `entry` as it is (an error that ends the stream)."""
+        self.pending.append(entry)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     async def get(self, keepalive_seconds: float | None = None):
         """The next entry, or KEEPALIVE after `keepalive_seconds` without one."""
-        if not self.queue.empty():  # no timer needed
-            return self.queue.get_nowait()
-        if keepalive_seconds is None:
-            return await self.queue.get()
-        try:
-            async with asyncio.timeout(keepalive_seconds):
-                return await self.queue.get()
-        except TimeoutError:
-            return KEEPALIVE
+        if not self.pending:
+            waiter = self._waiter = self.loop.create_future()
+            timer = (self.loop.call_later(keepalive_seconds, _expire, waiter)
+                     if keepalive_seconds is not None else None)
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+                if timer is not None:
+                    timer.cancel()
+            if not self.pending:
+                return KEEPALIVE
+        return self.pending.popleft()
 
     def close(self) -> None:
         if self._on_close is not None:
             self._on_close(self)
             self._on_close = None
+
+
+def _expire(waiter: asyncio.Future) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
