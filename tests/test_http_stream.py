@@ -229,3 +229,74 @@ def test_a_pooled_connection_the_server_closed_is_not_reused():
             return bodies, server.connections
 
     assert run(scenario()) == ([b"ok", b"ok"], 2)
+
+
+def _self_signed_certificate(directory):
+    """A certificate for 127.0.0.1 and its key, as PEM files in `directory`."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(
+            ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256()))
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_path, key_path
+
+
+def test_an_https_upstream_is_verified_and_streamed(tmp_path, monkeypatch):
+    import ssl
+
+    from responses_app.worker import http_stream
+
+    cert_path, key_path = _self_signed_certificate(tmp_path)
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_context.load_cert_chain(cert_path, key_path)
+
+    async def serve(reader, writer):
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(CHUNKED_HEAD + chunk(b"data: secure\n\n") + LAST_CHUNK)
+        await writer.drain()
+        writer.close()
+
+    async def scenario():
+        server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=server_context)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            response = await HttpClient().post(
+                f"https://127.0.0.1:{port}/v1/chat/completions", REQUEST_BODY, {},
+                connect_timeout=5.0, idle_timeout=5.0)
+            return await response.read()
+        finally:
+            server.close()
+
+    # the default trust store does not know this certificate: the connection is refused
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    http_stream._tls_context.cache_clear()
+    with pytest.raises(ConnectFailed, match="CERTIFICATE_VERIFY_FAILED"):
+        run(scenario())
+    # trusted (as an operator would, with SSL_CERT_FILE), it streams
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert_path))
+    http_stream._tls_context.cache_clear()
+    try:
+        assert run(scenario()) == b"data: secure\n\n"
+    finally:
+        monkeypatch.delenv("SSL_CERT_FILE")
+        http_stream._tls_context.cache_clear()
