@@ -63,6 +63,15 @@ async def post(client, server, idle_timeout=5.0):
                              connect_timeout=2.0, idle_timeout=idle_timeout)
 
 
+async def pieces_before(response, failure, **match) -> list[bytes]:
+    """The body pieces read before the read failed with `failure`."""
+    received = []
+    with pytest.raises(failure, **match):
+        async for data in response.batches(0.0):
+            received.append(data)
+    return received
+
+
 def test_a_chunked_body_arrives_whole_and_the_connection_is_kept_for_the_next_request():
     pieces = [b"data: %d\n\n" % n for n in range(30)]
 
@@ -184,11 +193,7 @@ def test_a_connection_dropped_mid_body_is_lost_after_what_arrived():
     async def scenario():
         async with ScriptedServer(script) as server:
             response = await post(HttpClient(), server)
-            received = []
-            with pytest.raises(ConnectionLost, match="closed the connection"):
-                async for data in response.batches(0.0):
-                    received.append(data)
-            return received
+            return await pieces_before(response, ConnectionLost, match="closed the connection")
 
     assert run(scenario()) == [b"data: 1\n\n"]
 
@@ -202,11 +207,7 @@ def test_a_silent_server_times_out_while_streaming():
     async def scenario():
         async with ScriptedServer(script) as server:
             response = await post(HttpClient(), server, idle_timeout=0.2)
-            received = []
-            with pytest.raises(TimeoutError):
-                async for data in response.batches(0.0):
-                    received.append(data)
-            return received
+            return await pieces_before(response, TimeoutError)
 
     assert run(scenario()) == [b"data: 1\n\n"]
 
