@@ -5,8 +5,7 @@ An asyncio protocol around `httptools` (llhttp, the parser uvicorn uses), with a
 keep-alive pool per origin. A streamed body is read in batches: between reads the socket
 is paused, so the chunks that arrive meanwhile come in one `recv` and cost one wake-up.
 General-purpose clients pay per HTTP chunk (aiohttp's stream reader resumes the
-transport and re-runs its parser for every one): on a 200-chunk stream this client costs
-a fraction of that. It does no redirects, proxies, cookies or content decoding (the
+transport and re-runs its parser for every one); this client pays per read. It does no redirects, proxies, cookies or content decoding (the
 request asks for `identity`), none of which the upstream call uses.
 
 Failures: `ConnectFailed` (no connection, or it closed before any response byte: safe to

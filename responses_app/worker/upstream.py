@@ -1,7 +1,7 @@
 """The upstream Chat Completions client: one streaming POST, decoded into chunk dicts.
 
-The HTTP is http_stream's lean client: reading a 200-chunk paced stream costs it well
-under a millisecond of CPU, against ~3.4 ms with aiohttp and ~11 ms with httpx (measured
+The HTTP is http_stream's lean client: reading and decoding a 200-chunk paced stream
+costs 2.6 ms of CPU with it, against 3.6 ms with aiohttp and ~11 ms with httpx (measured
 here), and this is the gateway's hottest loop.
 
 The target is an upstream route (upstreams.routing.Route): its URL, key, timeouts, extra
