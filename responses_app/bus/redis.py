@@ -331,17 +331,20 @@ class _ReadHub:
                     reply = await self.reader.xread(streams, block=READ_BLOCK_MS)
                 finally:
                     self.reading = False
-                if self.bus.read_coalesce:
-                    # let entries of other streams gather: one XREAD then serves many
-                    await asyncio.sleep(self.bus.read_coalesce)
+                delivered = False
                 for raw_key, entries in reply or ():
                     key = raw_key.decode()
                     if key == self.wake_key:
                         self.wake_id = entries[-1][0]
                         continue
+                    delivered = True
                     for subscription in list(self.subscribers.get(key, ())):
                         for entry_id, fields in entries:
                             subscription.deliver(decode(entry_id, fields))
+                if delivered and self.bus.read_coalesce:
+                    # let entries of other streams gather, so that the next XREAD serves
+                    # many (what this one brought is delivered already)
+                    await asyncio.sleep(self.bus.read_coalesce)
         except Exception as exc:  # Redis gone: every reader gets the failure
             log.error("event stream reader failed: %s", exc)
             failure = error_entry(503, error_body(
