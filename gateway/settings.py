@@ -161,10 +161,12 @@ SSE_KEEPALIVE_SECONDS = env.float("SSE_KEEPALIVE_SECONDS", default=15.0)
 # Stream events stay replayable this long after a run ends.
 EVENT_RETENTION_SECONDS = env.int("EVENT_RETENTION_SECONDS", default=24 * 3600)
 # The worker reads the upstream at most once per STREAM_BATCH_MS: chunks that arrive in
-# between travel together (one bus entry, one client write). The first delta and the end
-# are never held back. Writes to Redis are pipelined every STREAM_FLUSH_INTERVAL_MS.
+# between travel together (one bus entry, one client write). The first delta is never held
+# back; the end waits at most one interval. Writes to Redis are pipelined every
+# STREAM_FLUSH_INTERVAL_MS (the first delta and the end go at once), and a web process
+# lets entries gather as long between its reads of the bus.
 STREAM_BATCH_MS = env.float("STREAM_BATCH_MS", default=50.0)
-STREAM_FLUSH_INTERVAL_MS = env.float("STREAM_FLUSH_INTERVAL_MS", default=5.0)
+STREAM_FLUSH_INTERVAL_MS = env.float("STREAM_FLUSH_INTERVAL_MS", default=10.0)
 # The longest a run may take end to end.
 RUN_DEADLINE_SECONDS = env.int("RUN_DEADLINE_SECONDS", default=3600)
 # POST /cancel waits this long for a running response to stop and store what it produced.
