@@ -15,7 +15,7 @@ os.environ["WATCHDOG_ENABLED"] = "0"
 
 from tests.fake_upstream import FakeUpstream  # noqa: E402
 from tests.servers import (  # noqa: E402
-    E2E_REDIS_DB, REDIS_BASE_URL, Deployment, fresh_postgres_database)
+    E2E_REDIS_DB, REDIS_BASE_URL, Deployment, drop_postgres_database, fresh_postgres_database)
 
 KEEPALIVE_SECONDS = "1"
 
@@ -39,7 +39,8 @@ def production_deployment(upstream, tmp_path_factory, name: str, redis_db: int,
     """Daphne + a Celery worker on their own Postgres database and Redis database."""
     redis_url = f"{redis_base_url}/{redis_db}"
     redis.Redis.from_url(redis_url).flushdb()
-    database_url = fresh_postgres_database(f"gateway_{name}_{os.getpid()}")
+    database_name = f"gateway_{name}_{os.getpid()}"
+    database_url = fresh_postgres_database(database_name)
     deployment = Deployment(tmp_path_factory.mktemp(name), {
         "DATABASE_URL": database_url,
         "REDIS_URL": redis_url,
@@ -60,6 +61,7 @@ def production_deployment(upstream, tmp_path_factory, name: str, redis_db: int,
         yield deployment
     finally:
         deployment.stop()
+        drop_postgres_database(database_name)
 
 
 @pytest.fixture(scope="session")

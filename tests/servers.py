@@ -54,6 +54,12 @@ def fresh_postgres_database(name: str) -> str:
     return POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
 
 
+def drop_postgres_database(name: str) -> None:
+    """Drop database `name` (a finished deployment's), so test runs do not pile them up."""
+    with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 class Deployment:
     """One gateway deployment: its environment, `manage.py` commands, web and worker."""
 
