@@ -42,16 +42,18 @@ def _tls_context() -> ssl.SSLContext:
     return ssl.create_default_context()
 
 
-class _Origin:
+class _Target:
+    """Where a URL points: its origin (the pool key), Host header and request path."""
+
     def __init__(self, url: str):
         parts = urlsplit(url)
         self.tls = parts.scheme == "https"
         self.host = parts.hostname or "localhost"
-        self.port = parts.port or (443 if self.tls else 80)
         default_port = 443 if self.tls else 80
+        self.port = parts.port or default_port
         self.host_header = self.host if self.port == default_port else f"{self.host}:{self.port}"
         self.key = (parts.scheme, self.host, self.port)
-        self.path_prefix = parts.path.rstrip("/")
+        self.path = parts.path or "/"
 
 
 class HttpClient:
@@ -63,15 +65,14 @@ class HttpClient:
     async def post(self, url: str, body: bytes, headers: dict, *, connect_timeout: float,
                    idle_timeout: float) -> "StreamedResponse":
         """Send the POST; the response once its head arrived (the body not yet read)."""
-        origin = _Origin(url)
-        path = urlsplit(url).path or "/"
-        head = [f"POST {path} HTTP/1.1", f"host: {origin.host_header}",
+        target = _Target(url)
+        head = [f"POST {target.path} HTTP/1.1", f"host: {target.host_header}",
                 f"content-length: {len(body)}"]
         head += [f"{name}: {value}" for name, value in headers.items()]
         request = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
-        connection = self._reusable(origin.key)
+        connection = self._reusable(target.key)
         if connection is None:
-            connection = await _connect(origin, connect_timeout)
+            connection = await _connect(target, connect_timeout)
         connection.send(request)
         try:
             async with asyncio.timeout(idle_timeout):
@@ -79,7 +80,7 @@ class HttpClient:
         except BaseException:
             connection.close()
             raise
-        return StreamedResponse(self, origin.key, connection, idle_timeout)
+        return StreamedResponse(self, target.key, connection, idle_timeout)
 
     def _reusable(self, key) -> "_Connection | None":
         idle = self._idle.get(key)
@@ -100,19 +101,19 @@ class HttpClient:
             connection.close()
 
 
-async def _connect(origin: _Origin, timeout: float) -> "_Connection":
+async def _connect(target: _Target, timeout: float) -> "_Connection":
     loop = asyncio.get_running_loop()
     try:
         async with asyncio.timeout(timeout):
             _, connection = await loop.create_connection(
-                _Connection, origin.host, origin.port,
-                ssl=_tls_context() if origin.tls else None,
-                server_hostname=origin.host if origin.tls else None)
+                _Connection, target.host, target.port,
+                ssl=_tls_context() if target.tls else None,
+                server_hostname=target.host if target.tls else None)
     except TimeoutError:
-        raise ConnectTimeout(f"no connection to {origin.host}:{origin.port} within "
+        raise ConnectTimeout(f"no connection to {target.host}:{target.port} within "
                              f"{timeout:g} s") from None
     except OSError as exc:
-        raise ConnectFailed(f"cannot connect to {origin.host}:{origin.port}: {exc}") from None
+        raise ConnectFailed(f"cannot connect to {target.host}:{target.port}: {exc}") from None
     return connection
 
 
@@ -122,6 +123,7 @@ class StreamedResponse:
         self.status: int = connection.status
         self.headers: dict[str, str] = connection.headers
         self.idle_timeout = idle_timeout
+        self.paced = False  # see pace()
 
     async def read(self) -> bytes:
         """The whole body (an error response's)."""
@@ -154,8 +156,6 @@ class StreamedResponse:
                         await asyncio.sleep(wait)
                     finally:
                         connection.resume()
-
-    paced = False
 
     def pace(self) -> None:
         """From now on, read at most once per read interval."""

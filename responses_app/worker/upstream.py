@@ -165,7 +165,7 @@ async def _chunk_batches(response: StreamedResponse, read_interval: float):
     Reads at most once per `read_interval` once the first output arrived: chunks that
     arrive meanwhile are taken in one go, sparing an event-loop wake-up, a bus entry and a
     client write per chunk. Nothing is held back before the first output (time to first
-    delta) nor at the end.
+    delta); the end waits at most one interval.
     """
     buffer = b""
     try:
