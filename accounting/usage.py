@@ -3,7 +3,9 @@
 A response's usage is written when its run is stored, in the same transaction: one
 ResponseUsage row (unique per response) and an atomic increment of the tenant's
 DailyUsage row for that day and model (INSERT … ON CONFLICT DO UPDATE), so concurrent
-runs never lose an update and the rollup always equals the sum of the rows.
+runs never lose an update and the rollup always equals the sum of the rows. On Postgres
+the worker writes both as parts of the statement that stores the response
+(`USAGE_AFTER_STORE_CTES`): one round trip, atomic without a transaction block.
 """
 from datetime import date, datetime, time, timedelta, timezone
 
@@ -31,16 +33,53 @@ ON CONFLICT (tenant_id, day, model) DO UPDATE SET
 """
 
 
+# Postgres: the same two writes as parts of one statement whose CTE `stored` returns the
+# response's row (id, tenant_id, model, status) only if it was just stored, so that
+# storing a result and recording its usage is one atomic statement (one round trip).
+USAGE_AFTER_STORE_CTES = """
+usage_row AS (
+    INSERT INTO {usage} (response_id, tenant_id, api_key_id, model, status, input_tokens,
+                         cached_tokens, output_tokens, reasoning_tokens, recorded_at)
+    SELECT id, tenant_id, %(api_key_id)s::bigint, model, status, %(input_tokens)s::bigint,
+           %(cached_tokens)s::bigint, %(output_tokens)s::bigint, %(reasoning_tokens)s::bigint,
+           now()
+    FROM stored
+), daily_row AS (
+    INSERT INTO {daily} (tenant_id, day, model, requests, input_tokens, cached_tokens,
+                         output_tokens, reasoning_tokens)
+    SELECT tenant_id, (now() AT TIME ZONE 'UTC')::date, model, 1, %(input_tokens)s::bigint,
+           %(cached_tokens)s::bigint, %(output_tokens)s::bigint, %(reasoning_tokens)s::bigint
+    FROM stored
+    ON CONFLICT (tenant_id, day, model) DO UPDATE SET
+        requests = {daily}.requests + 1,
+        input_tokens = {daily}.input_tokens + excluded.input_tokens,
+        cached_tokens = {daily}.cached_tokens + excluded.cached_tokens,
+        output_tokens = {daily}.output_tokens + excluded.output_tokens,
+        reasoning_tokens = {daily}.reasoning_tokens + excluded.reasoning_tokens
+)
+""".format(usage=ResponseUsage._meta.db_table, daily=DailyUsage._meta.db_table)
+
+
+def token_counts(resource: dict) -> dict:
+    """The response's usage as the token columns (zero where the upstream gave none)."""
+    usage = resource.get("usage") or {}
+    return {
+        "input_tokens": usage.get("input_tokens") or 0,
+        "cached_tokens": (usage.get("input_tokens_details") or {}).get("cached_tokens") or 0,
+        "output_tokens": usage.get("output_tokens") or 0,
+        "reasoning_tokens": (usage.get("output_tokens_details") or {}).get("reasoning_tokens")
+        or 0,
+    }
+
+
 def record_response_usage(*, response_id: str, tenant_id: int, api_key_id: int | None,
                           model: str, resource: dict) -> int:
     """Record the usage of a finished response; returns its total tokens.
 
     Call inside the transaction that stores the response (the caller owns atomicity)."""
-    usage = resource.get("usage") or {}
-    input_tokens = usage.get("input_tokens") or 0
-    cached = (usage.get("input_tokens_details") or {}).get("cached_tokens") or 0
-    output_tokens = usage.get("output_tokens") or 0
-    reasoning = (usage.get("output_tokens_details") or {}).get("reasoning_tokens") or 0
+    counts = token_counts(resource)
+    input_tokens, cached = counts["input_tokens"], counts["cached_tokens"]
+    output_tokens, reasoning = counts["output_tokens"], counts["reasoning_tokens"]
     now = datetime.now(timezone.utc)
     operations = connection.ops  # each backend's own encoding of dates and times
     with connection.cursor() as cursor:

@@ -1,5 +1,5 @@
 """The hot path's two writes of a response row, each one raw statement: its creation (web)
-and its result (worker).
+and its result (worker; on Postgres together with the response's usage).
 
 Both happen once per request. Through the ORM they cost a model save or a compiled
 UPDATE and the standard library's JSON encoder for the JSON columns; one statement with
@@ -10,6 +10,8 @@ from datetime import datetime
 
 import orjson
 from django.db import connection
+
+from accounting.usage import USAGE_AFTER_STORE_CTES, token_counts
 
 from .models import ResponseStatus, StoredResponse
 
@@ -26,6 +28,19 @@ STORE_RESULT_SQL = f"""
 UPDATE {TABLE} SET status = %s, resource = %s, input_tokens = %s, output_tokens = %s,
                    completed_at = %s, error_code = %s
 WHERE id = %s AND status = %s
+"""
+
+# Postgres: the same conditional UPDATE and the usage writes, one atomic statement.
+STORE_RESULT_WITH_USAGE_SQL = f"""
+WITH stored AS (
+    UPDATE {TABLE} SET status = %(status)s, resource = %(resource)s,
+                       input_tokens = %(row_input_tokens)s,
+                       output_tokens = %(row_output_tokens)s,
+                       completed_at = %(completed_at)s, error_code = %(error_code)s
+    WHERE id = %(id)s AND status = %(owned_status)s
+    RETURNING id, tenant_id, model, status
+), {USAGE_AFTER_STORE_CTES}
+SELECT count(*) FROM stored
 """
 
 
@@ -61,3 +76,20 @@ def store_result(response_id: str, resource: dict, completed_at: datetime | None
             usage.get("output_tokens"), connection.ops.adapt_datetimefield_value(completed_at),
             error.get("code"), response_id, ResponseStatus.IN_PROGRESS.value])
         return cursor.rowcount == 1
+
+
+def store_result_with_usage(response_id: str, resource: dict, completed_at: datetime | None,
+                            api_key_id: int | None) -> bool:
+    """`store_result` and `accounting.usage.record_response_usage` in one statement
+    (Postgres only): atomic without a transaction block, one round trip instead of five."""
+    usage = resource.get("usage") or {}
+    error = resource.get("error") or {}
+    with connection.cursor() as cursor:
+        cursor.execute(STORE_RESULT_WITH_USAGE_SQL, {
+            "status": resource["status"], "resource": json_text(resource),
+            "row_input_tokens": usage.get("input_tokens"),
+            "row_output_tokens": usage.get("output_tokens"),
+            "completed_at": completed_at, "error_code": error.get("code"),
+            "id": response_id, "owned_status": ResponseStatus.IN_PROGRESS.value,
+            "api_key_id": api_key_id, **token_counts(resource)})
+        return cursor.fetchone()[0] == 1

@@ -95,8 +95,14 @@ def _json(value):
 
 def store_result(job: RunJob, resource: dict) -> bool:
     """Commit the finished response (or forget it, for store=false), its usage and its
-    conversation turn, in one transaction. False when the run no longer owns the row: the
-    watchdog gave it up, so its result must be neither stored nor published."""
+    conversation turn, atomically: on Postgres a stored response outside a conversation
+    (the common case) is one statement, anything else one transaction. False when the run
+    no longer owns the row: the watchdog gave it up, so its result must be neither stored
+    nor published."""
+    if job.store and not job.conversation_id and connection.vendor == "postgresql":
+        # the common case, as one statement (the response row, its usage, the daily sum)
+        return response_rows.store_result_with_usage(
+            job.response_id, resource, _completed_at(resource), job.context.get("api_key_id"))
     with transaction.atomic():
         won = _store(job, resource)
         if won:
@@ -113,9 +119,12 @@ def _store(job: RunJob, resource: dict) -> bool:
                                               status=ResponseStatus.IN_PROGRESS)
         deleted, _ = owned.delete()
         return bool(deleted)
-    # the precise time: the response object's `completed_at` is in whole seconds
-    completed_at = datetime.now(timezone.utc) if resource.get("completed_at") else None
-    return response_rows.store_result(job.response_id, resource, completed_at)
+    return response_rows.store_result(job.response_id, resource, _completed_at(resource))
+
+
+def _completed_at(resource: dict) -> datetime | None:
+    """The precise time (the response object's `completed_at` is in whole seconds)."""
+    return datetime.now(timezone.utc) if resource.get("completed_at") else None
 
 
 def append_to_conversation(job: RunJob, resource: dict) -> None:

@@ -1,0 +1,76 @@
+"""The worker's writes of a response row on the test database (Postgres under `make test`):
+a claimed run's result is stored with its usage exactly once, and a run that no longer
+owns its row stores and counts nothing."""
+from datetime import datetime, timezone
+
+import pytest
+
+from accounting.models import DailyUsage, ResponseUsage
+from responses_app.models import ResponseStatus, StoredResponse, Tenant
+from responses_app.response_rows import insert_response
+from responses_app.worker.result_store import claim_run, store_result
+
+pytestmark = pytest.mark.django_db
+
+
+def _queued(tenant: Tenant, response_id: str, *, store: bool = True) -> None:
+    insert_response(StoredResponse(
+        id=response_id, tenant=tenant, status=ResponseStatus.QUEUED, model="m", store=store,
+        background=False, created_at=datetime.now(timezone.utc),
+        request={"instructions": None, "params": {}, "include": [], "context": {}},
+        input_items=[{"type": "message", "role": "user",
+                      "content": [{"type": "input_text", "text": "hi"}]}],
+        resource={"id": response_id, "object": "response", "model": "m", "status": "queued",
+                  "output": []}))
+
+
+def _finished(job, status: str = "completed", input_tokens: int = 7) -> dict:
+    return {**job.resource, "status": status, "completed_at": 1,
+            "usage": {"input_tokens": input_tokens, "output_tokens": 5, "total_tokens": 12,
+                      "input_tokens_details": {"cached_tokens": 2},
+                      "output_tokens_details": {"reasoning_tokens": 3}}}
+
+
+def test_a_claimed_result_is_stored_once_with_its_usage():
+    tenant = Tenant.objects.create(name="t")
+    for response_id in ("resp_a", "resp_b"):
+        _queued(tenant, response_id)
+    jobs = [claim_run(response_id, "w1") for response_id in ("resp_a", "resp_b")]
+    assert claim_run("resp_a", "w2") is None  # claimed already
+    assert store_result(jobs[0], _finished(jobs[0])) is True
+    assert store_result(jobs[1], _finished(jobs[1], "incomplete", 10)) is True
+    assert store_result(jobs[0], _finished(jobs[0])) is False  # not in progress any more
+
+    row = StoredResponse.objects.get(id="resp_b")
+    assert (row.status, row.input_tokens, row.output_tokens, row.resource["status"]) == \
+        ("incomplete", 10, 5, "incomplete")
+    assert row.completed_at is not None
+    usage = {u.response_id: (u.status, u.input_tokens, u.cached_tokens, u.output_tokens,
+                             u.reasoning_tokens, u.model, u.tenant_id)
+             for u in ResponseUsage.objects.all()}
+    assert usage == {"resp_a": ("completed", 7, 2, 5, 3, "m", tenant.id),
+                     "resp_b": ("incomplete", 10, 2, 5, 3, "m", tenant.id)}
+    daily = DailyUsage.objects.get(tenant=tenant)
+    assert (daily.day, daily.model, daily.requests, daily.input_tokens, daily.cached_tokens,
+            daily.output_tokens, daily.reasoning_tokens) == \
+        (datetime.now(timezone.utc).date(), "m", 2, 17, 4, 10, 6)
+
+
+def test_a_result_given_up_meanwhile_is_neither_stored_nor_counted():
+    tenant = Tenant.objects.create(name="t")
+    _queued(tenant, "resp_c")
+    job = claim_run("resp_c", "w1")
+    StoredResponse.objects.filter(id="resp_c").update(status=ResponseStatus.FAILED)  # watchdog
+    assert store_result(job, _finished(job)) is False
+    assert StoredResponse.objects.get(id="resp_c").status == "failed"
+    assert not ResponseUsage.objects.exists() and not DailyUsage.objects.exists()
+
+
+def test_a_store_false_result_is_forgotten_but_counted():
+    tenant = Tenant.objects.create(name="t")
+    _queued(tenant, "resp_d", store=False)
+    job = claim_run("resp_d", "w1")
+    assert store_result(job, _finished(job)) is True
+    assert not StoredResponse.objects.filter(id="resp_d").exists()
+    assert ResponseUsage.objects.get().response_id == "resp_d"
+    assert DailyUsage.objects.get().requests == 1
