@@ -134,15 +134,17 @@ class StreamedResponse:
 
     async def batches(self, read_interval: float = 0.0):
         """The body as it arrives, at most one piece per `read_interval` seconds once
-        `pace()` was called (before, every piece as soon as it arrives)."""
+        `pace()` was called (before, every piece as soon as it arrives).
+
+        Pacing pauses the socket and sets a timer to resume it; the reader waits for the
+        data that follows, so a paced read costs one wake-up of the reading task."""
         connection = self.connection
         loop = asyncio.get_running_loop()
         while True:
             if not connection.body:
                 if connection.complete:
                     return
-                async with asyncio.timeout(self.idle_timeout):
-                    await connection.body_arrived()
+                await connection.body_arrived(self.idle_timeout)
                 continue
             read_at = loop.time()
             data = b"".join(connection.body)
@@ -151,11 +153,7 @@ class StreamedResponse:
             if self.paced and read_interval > 0 and not connection.complete:
                 wait = read_interval - (loop.time() - read_at)
                 if wait > 0:
-                    connection.pause()
-                    try:
-                        await asyncio.sleep(wait)
-                    finally:
-                        connection.resume()
+                    connection.pause_for(wait)
 
     def pace(self) -> None:
         """From now on, read at most once per read interval."""
@@ -178,6 +176,7 @@ class _Connection(asyncio.Protocol):
         self.transport = None
         self.closed = False
         self.idle_since = 0.0
+        self.resume_timer: asyncio.TimerHandle | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -200,24 +199,36 @@ class _Connection(asyncio.Protocol):
     def send(self, request: bytes) -> None:
         self.transport.write(request)
 
-    async def body_arrived(self) -> None:
+    async def body_arrived(self, timeout: float) -> None:
+        """Wait for more of the body (or its end); TimeoutError after `timeout` seconds
+        without a byte (a paused socket's pause counts: it is far shorter)."""
         if self.failure is not None:
             raise self.failure
-        self.waiter = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        waiter = self.waiter = loop.create_future()
+        timer = loop.call_later(timeout, _time_out, waiter)
         try:
-            await self.waiter
+            await waiter
         finally:
             self.waiter = None
+            timer.cancel()
 
-    def pause(self) -> None:
+    def pause_for(self, seconds: float) -> None:
+        """Stop reading the socket for `seconds`: what arrives meanwhile waits in the
+        kernel and comes in one read."""
         if not self.closed:
             self.transport.pause_reading()
+            self.resume_timer = asyncio.get_running_loop().call_later(seconds, self.resume)
 
     def resume(self) -> None:
+        self.resume_timer = None
         if not self.closed and not self.transport.is_closing():
             self.transport.resume_reading()
 
     def close(self) -> None:
+        if self.resume_timer is not None:
+            self.resume_timer.cancel()
+            self.resume_timer = None
         if not self.closed:
             self.closed = True
             self.transport.close()
@@ -283,3 +294,8 @@ class _Connection(asyncio.Protocol):
             self.head_received.exception()  # retrieved: no "never retrieved" warning
         if self.waiter is not None and not self.waiter.done():
             self.waiter.set_exception(failure)
+
+
+def _time_out(waiter: asyncio.Future) -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError())
