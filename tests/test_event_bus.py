@@ -148,3 +148,25 @@ def test_a_second_writer_is_fenced_off(make_buses):
 
     assert numbers(asyncio.run(scenario())) == [0, 1, 2, 3]
 
+
+
+def test_a_stream_lives_for_the_run_then_for_the_retention():
+    bus = RedisEventBus(f"{REDIS_BASE_URL}/{BUS_REDIS_DB}", retention_seconds=60,
+                        run_deadline_seconds=600, flush_interval=0.005)
+    client = redis.Redis.from_url(bus.url)
+    key = f"gw:events:resp_ttl_{os.getpid()}"
+    client.delete(key)
+
+    async def scenario():
+        writer = bus.writer(key.rsplit(":", 1)[1])
+        stamper = EventStamper()
+        await writer.append(batch(stamper, 2), urgent=True)
+        running = client.pttl(key)
+        await writer.append(batch(stamper, 3), urgent=True)
+        await writer.append(batch(stamper, 1, end=True))
+        return running, client.pttl(key), client.xlen(key)
+
+    running, ended, length = asyncio.run(scenario())
+    assert 600_000 < running <= 660_000  # the run's deadline, then the retention
+    assert 55_000 < ended <= 60_000
+    assert length == 3

@@ -7,8 +7,9 @@ entry `0-1`; an end without events (a run cancelled or failed before its first e
 with nothing left open) is the entry `2-0`, above every event. Streams expire (PEXPIRE) `retention_seconds` after their last entry.
 
 Writers coalesce: entries of a stream written within `flush_interval` become one Redis
-entry, and all pending streams go out in one pipeline. Urgent entries (the start, the
-first text, the end) go out at once. Readers share one multiplexed XREAD per process.
+entry, and all pending streams go out in one script call (APPEND_SCRIPT: an XADD per
+stream, and its PEXPIRE when due). Urgent entries (the start, the first text, the end) go
+out at once. Readers share one multiplexed XREAD per process.
 Each Redis entry carries the time it was written (`t`, Unix milliseconds): one small field
 per write, read only by the admin's event view.
 """
@@ -34,6 +35,32 @@ ERROR_ENTRY_ID = "0-1"
 END_MARKER_ID = "2-0"
 READ_BLOCK_MS = 30_000
 RETAINED_READ_LIMIT = 10_000  # entries the admin reads of one stream at most
+REFUSED_ID = "equal or smaller than the target stream top item"  # XADD's error for that
+
+
+# One flush of a process's pending entries: for each stream (KEYS[i]), ARGV holds its
+# entry id, the TTL to set in ms (0: leave it), its number of fields, then the fields.
+# A refused XADD (an id at or below the top: another writer's stream) is that stream's
+# error, the others go on. One command instead of a pipeline of one or two per stream: the
+# client's cost of a command (packing, a reply to await and parse) is paid once per flush.
+APPEND_SCRIPT = """
+local results = {}
+local at = 1
+for i, key in ipairs(KEYS) do
+    local id, ttl, fields = ARGV[at], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
+    local added = redis.pcall('XADD', key, id, unpack(ARGV, at + 3, at + 2 + 2 * fields))
+    at = at + 3 + 2 * fields
+    if type(added) == 'table' and added.err then
+        results[i] = added.err
+    else
+        if ttl > 0 then
+            redis.call('PEXPIRE', key, ttl)
+        end
+        results[i] = 1
+    end
+end
+return results
+"""
 
 
 class _HiredisPackingConnection(aioredis.Connection):
@@ -204,6 +231,7 @@ class _StreamWriter:
     def __init__(self, bus: RedisEventBus):
         self.bus = bus
         self.client = _client(bus.url)
+        self.append_script = self.client.register_script(APPEND_SCRIPT)
         self.pending: dict[str, Entry] = {}
         self.waiting: list[tuple[str, asyncio.Future]] = []  # urgent writers, by stream
         self.fenced: set[str] = set()
@@ -264,30 +292,35 @@ class _StreamWriter:
                                                                    self._flush_due)
 
     async def _send(self, batch: dict[str, Entry]) -> dict[str, Exception]:
-        """One pipeline for the batch; the streams whose write failed, with the failure
+        """One script call for the batch; the streams whose write failed, with the failure
         (also kept in `broken`, for writers that did not wait). Refused writes fence."""
-        pipe = self.client.pipeline(transaction=False)
-        command_keys = []  # the stream each pipelined command wrote to
-        for key, entry in batch.items():
-            pipe.xadd(key, encode(entry), id=entry_id_of(entry))
-            command_keys.append(key)
-            if entry.end or entry.first == 0:
-                ttl = self.bus.retention_ms if entry.end else self.bus.running_ttl_ms
-                pipe.pexpire(key, ttl)
-                command_keys.append(key)
+        keys, args = list(batch), []
+        for entry in batch.values():
+            ttl = 0
+            if entry.end:
+                ttl = self.bus.retention_ms
+            elif entry.first == 0:
+                ttl = self.bus.running_ttl_ms
+            fields = encode(entry)
+            args += (entry_id_of(entry), ttl, len(fields))
+            for name, value in fields.items():
+                args += (name, value)
+        failures = {}
         try:
-            results = await pipe.execute(raise_on_error=False)
+            results = await self.append_script(keys=keys, args=args)
         except Exception as exc:  # Redis unreachable: every run in the batch must know
             log.warning("event stream flush failed: %s", exc)
             failures = dict.fromkeys(batch, exc)
         else:
-            failures = {}
-            for key, result in zip(command_keys, results):
-                if isinstance(result, ResponseError):
-                    log.warning("event stream %s refused a write: %s", key, result)
+            for key, result in zip(keys, results):
+                if result == 1:
+                    continue
+                error = result.decode(errors="replace")
+                if REFUSED_ID in error:  # another writer owns the stream
+                    log.warning("event stream %s refused a write: %s", key, error)
                     self.fenced.add(key)
-                elif isinstance(result, Exception):
-                    failures[key] = result
+                else:
+                    failures[key] = ResponseError(error)
         self.broken.update(failures)
         return failures
 
