@@ -162,7 +162,7 @@ SSE_KEEPALIVE_SECONDS = env.float("SSE_KEEPALIVE_SECONDS", default=15.0)
 EVENT_RETENTION_SECONDS = env.int("EVENT_RETENTION_SECONDS", default=24 * 3600)
 # The worker reads the upstream at most once per STREAM_BATCH_MS: chunks that arrive in
 # between travel together (one bus entry, one client write). The first delta is never held
-# back; the end waits at most one interval. Writes to Redis are pipelined every
+# back; the end waits at most one interval. Writes to Redis go out together every
 # STREAM_FLUSH_INTERVAL_MS (the first delta and the end go at once), and a web process
 # lets entries gather as long between its reads of the bus.
 STREAM_BATCH_MS = env.float("STREAM_BATCH_MS", default=50.0)

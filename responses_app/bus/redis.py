@@ -221,10 +221,10 @@ class RedisLogWriter:
 class _StreamWriter:
     """All writes of one event loop: pending entries per stream, sent by one flusher.
 
-    One pipeline is in flight at a time (a stream's entries reach Redis in order). An
+    One flush is in flight at a time (a stream's entries reach Redis in order). An
     urgent entry starts a flush at once, or right after the one in flight, and its writer
-    waits for the pipeline that carried it; other entries wait up to `flush_interval` to
-    share a pipeline. Waiting on that pipeline's outcome, not on a lock, keeps an urgent
+    waits for the flush that carried it; other entries wait up to `flush_interval` to
+    share a flush. Waiting on that flush's outcome, not on a lock, keeps an urgent
     entry from queueing behind every other flush of a busy loop.
     """
 
@@ -255,7 +255,7 @@ class _StreamWriter:
         sent = asyncio.get_running_loop().create_future()
         self.waiting.append((key, sent))
         self._flush_due()
-        await sent  # raises what stopped the pipeline that carried this entry
+        await sent  # raises what stopped the flush that carried this entry
         if key in self.fenced:
             raise StreamFenced(key)
 
@@ -269,7 +269,7 @@ class _StreamWriter:
             asyncio.ensure_future(self._flusher())
 
     async def _flusher(self) -> None:
-        """Send pipelines while a flush is due; leave a timer for entries still pending."""
+        """Send flushes while one is due; leave a timer for entries still pending."""
         try:
             while self.due and self.pending:
                 self.due = False

@@ -2,7 +2,7 @@
 few database threads its runs hand their blocking work to.
 
 Runs are mostly waiting on sockets; one loop per process lets them share the upstream
-connection pool and the bus writer's pipeline. A run is a coroutine on this loop; its
+connection pool and the bus writer's flushes. A run is a coroutine on this loop; its
 ORM work (claim, store) and other blocking calls go to `WORKER_DB_THREADS` threads with
 `blocking()`, one hop each way, so no thread is held while a run streams. Sync callers
 (the Celery task, the embedded dispatcher) submit coroutines with `run()` and wait.
