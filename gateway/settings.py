@@ -166,7 +166,7 @@ EVENT_RETENTION_SECONDS = env.int("EVENT_RETENTION_SECONDS", default=24 * 3600)
 # STREAM_FLUSH_INTERVAL_MS (the first delta and the end go at once), and a web process
 # lets entries gather as long between its reads of the bus.
 STREAM_BATCH_MS = env.float("STREAM_BATCH_MS", default=50.0)
-STREAM_FLUSH_INTERVAL_MS = env.float("STREAM_FLUSH_INTERVAL_MS", default=10.0)
+STREAM_FLUSH_INTERVAL_MS = env.float("STREAM_FLUSH_INTERVAL_MS", default=20.0)
 # The longest a run may take end to end.
 RUN_DEADLINE_SECONDS = env.int("RUN_DEADLINE_SECONDS", default=3600)
 # POST /cancel waits this long for a running response to stop and store what it produced.
