@@ -170,3 +170,31 @@ def test_a_stream_lives_for_the_run_then_for_the_retention():
     assert 600_000 < running <= 660_000  # the run's deadline, then the retention
     assert 55_000 < ended <= 60_000
     assert length == 3
+
+
+def test_a_new_readers_first_entry_does_not_wait_for_the_shared_read():
+    """The shared read sleeps a minute after it delivers (entries gather meanwhile); a
+    stream subscribed then still gets its first entry, from its own first read."""
+    bus = RedisEventBus(f"{REDIS_BASE_URL}/{BUS_REDIS_DB}", retention_seconds=60,
+                        run_deadline_seconds=60, flush_interval=0.005, read_coalesce=60)
+
+    async def scenario():
+        busy, fresh = (f"resp_first_{os.getpid()}_{n}" for n in range(2))
+        busy_subscription = await bus.subscribe(busy, -1)
+        await bus.writer(busy).append(batch(EventStamper(), 1), urgent=True)
+        assert numbers([await busy_subscription.get(5)]) == [0]  # the shared read now sleeps
+        subscription = await bus.subscribe(fresh, -1)
+        stamper = EventStamper()
+        await bus.writer(fresh).append(batch(stamper, 2), urgent=True)
+        first = await subscription.get(5)
+        subscription.close()
+        busy_subscription.close()
+        return first
+
+    assert numbers([asyncio.run(scenario())]) == [0, 1]
+
+
+def test_without_first_reads_the_shared_read_serves_every_stream(monkeypatch):
+    monkeypatch.setattr("responses_app.bus.redis.FIRST_READS", 0)
+    test_replay_then_live_tail_gives_every_event_once(redis_bus)
+    test_streams_subscribed_while_the_reader_waits_are_all_served(redis_bus)

@@ -36,6 +36,12 @@ END_MARKER_ID = "2-0"
 READ_BLOCK_MS = 30_000
 RETAINED_READ_LIMIT = 10_000  # entries the admin reads of one stream at most
 REFUSED_ID = "equal or smaller than the target stream top item"  # XADD's error for that
+# A new reader's first entries come from a blocking XREAD of its stream alone, on a
+# connection of its own: they reach it at once, not at the shared read's next turn (which
+# may be waiting for entries to gather). At most FIRST_READS at once per process; a
+# stream beyond that, or silent for FIRST_READ_BLOCK_MS, is served by the shared read.
+FIRST_READS = 32
+FIRST_READ_BLOCK_MS = 1_000
 
 
 # One flush of a process's pending entries: for each stream (KEYS[i]), ARGV holds its
@@ -326,7 +332,8 @@ class _StreamWriter:
 
 
 class _ReadHub:
-    """One blocking XREAD over every stream this process relays, fanned out to readers."""
+    """One blocking XREAD over every stream this process relays, fanned out to readers;
+    and for a new reader, a read of its stream alone until its first entries arrive."""
 
     def __init__(self, bus: RedisEventBus):
         self.bus = bus
@@ -335,6 +342,10 @@ class _ReadHub:
         self.reader = aioredis.Redis(connection_pool=_packing_with_hiredis(
             aioredis.ConnectionPool.from_url(bus.url, socket_timeout=None,
                                              socket_connect_timeout=5)))
+        self.first_reader = aioredis.Redis(connection_pool=_packing_with_hiredis(
+            aioredis.ConnectionPool.from_url(bus.url, socket_timeout=None,
+                                             socket_connect_timeout=5)))
+        self.first_reads: dict[Subscription, asyncio.Task] = {}
         self.wake_key = f"gw:wake:{os.getpid()}:{os.urandom(4).hex()}"
         self.wake_id = b"0-0"
         self.subscribers: dict[str, set[Subscription]] = {}
@@ -349,6 +360,9 @@ class _ReadHub:
         subscription = Subscription(response_id, after, on_close=self._unsubscribe)
         subscription.key = key
         self.subscribers.setdefault(key, set()).add(subscription)
+        if len(self.first_reads) < FIRST_READS:
+            self.first_reads[subscription] = asyncio.ensure_future(
+                self._read_first(subscription))
         if self.task is None or self.task.done():
             self.task = asyncio.ensure_future(self._read_forever())
         elif self.reading and not self.woken:
@@ -360,7 +374,25 @@ class _ReadHub:
                 raise
         return subscription
 
+    async def _read_first(self, subscription: Subscription) -> None:
+        """Deliver the stream's next entries as soon as they are written (once)."""
+        cursor = "0-0" if subscription.cursor < 0 else f"1-{subscription.cursor}"
+        try:
+            reply = await self.first_reader.xread({subscription.key: cursor},
+                                                  block=FIRST_READ_BLOCK_MS)
+        except Exception as exc:  # the shared read serves the stream (and reports failures)
+            log.debug("first read of %s failed: %s", subscription.key, exc)
+            return
+        finally:
+            self.first_reads.pop(subscription, None)
+        for _, entries in reply or ():
+            for entry_id, fields in entries:
+                subscription.deliver(decode(entry_id, fields))  # the cursor drops repeats
+
     def _unsubscribe(self, subscription: Subscription) -> None:
+        first_read = self.first_reads.pop(subscription, None)
+        if first_read is not None:
+            first_read.cancel()
         group = self.subscribers.get(subscription.key)
         if group is not None:
             group.discard(subscription)
