@@ -20,10 +20,8 @@ INSERT INTO {table} (response_id, tenant_id, api_key_id, model, status, input_to
 VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 """
 
-UPSERT_DAILY_SQL = """
-INSERT INTO {table} (tenant_id, day, model, requests, input_tokens, cached_tokens,
-                     output_tokens, reasoning_tokens)
-VALUES (%s, %s, %s, 1, %s, %s, %s, %s)
+# A day's row gains one request and the response's tokens (or is created with them).
+ADD_TO_DAILY_SQL = """
 ON CONFLICT (tenant_id, day, model) DO UPDATE SET
     requests = {table}.requests + 1,
     input_tokens = {table}.input_tokens + excluded.input_tokens,
@@ -31,6 +29,12 @@ ON CONFLICT (tenant_id, day, model) DO UPDATE SET
     output_tokens = {table}.output_tokens + excluded.output_tokens,
     reasoning_tokens = {table}.reasoning_tokens + excluded.reasoning_tokens
 """
+
+UPSERT_DAILY_SQL = """
+INSERT INTO {table} (tenant_id, day, model, requests, input_tokens, cached_tokens,
+                     output_tokens, reasoning_tokens)
+VALUES (%s, %s, %s, 1, %s, %s, %s, %s)
+""" + ADD_TO_DAILY_SQL
 
 
 # Postgres: the same two writes as parts of one statement whose CTE `stored` returns the
@@ -50,14 +54,10 @@ usage_row AS (
     SELECT tenant_id, (now() AT TIME ZONE 'UTC')::date, model, 1, %(input_tokens)s::bigint,
            %(cached_tokens)s::bigint, %(output_tokens)s::bigint, %(reasoning_tokens)s::bigint
     FROM stored
-    ON CONFLICT (tenant_id, day, model) DO UPDATE SET
-        requests = {daily}.requests + 1,
-        input_tokens = {daily}.input_tokens + excluded.input_tokens,
-        cached_tokens = {daily}.cached_tokens + excluded.cached_tokens,
-        output_tokens = {daily}.output_tokens + excluded.output_tokens,
-        reasoning_tokens = {daily}.reasoning_tokens + excluded.reasoning_tokens
+    {add_to_daily}
 )
-""".format(usage=ResponseUsage._meta.db_table, daily=DailyUsage._meta.db_table)
+""".format(usage=ResponseUsage._meta.db_table, daily=DailyUsage._meta.db_table,
+           add_to_daily=ADD_TO_DAILY_SQL.format(table=DailyUsage._meta.db_table))
 
 
 def token_counts(resource: dict) -> dict:
