@@ -27,9 +27,9 @@ def _send_writes_at_once() -> None:
     from twisted.internet import abstract, tcp
 
     connection = tcp.Connection
-    queue_write = getattr(connection, "write", None)
     if getattr(connection, "_writes_sent_at_once", False):
         return
+    queue_write = getattr(connection, "write", None)  # TLS-aware, then Twisted's queue
     if not (queue_write and hasattr(abstract.FileDescriptor, "dataBuffer")
             and hasattr(abstract.FileDescriptor, "offset")
             and hasattr(connection, "TLS")):
