@@ -25,21 +25,16 @@ VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 
 # Conditional on the run still owning the row (the watchdog may have given it up).
 STORE_RESULT_SQL = f"""
-UPDATE {TABLE} SET status = %s, resource = %s, input_tokens = %s, output_tokens = %s,
-                   completed_at = %s, error_code = %s
-WHERE id = %s AND status = %s
+UPDATE {TABLE} SET status = %(status)s, resource = %(resource)s,
+                   input_tokens = %(row_input_tokens)s, output_tokens = %(row_output_tokens)s,
+                   completed_at = %(completed_at)s, error_code = %(error_code)s
+WHERE id = %(id)s AND status = %(owned_status)s
 """
 
 # Postgres: the same conditional UPDATE and the usage writes, one atomic statement.
 STORE_RESULT_WITH_USAGE_SQL = f"""
-WITH stored AS (
-    UPDATE {TABLE} SET status = %(status)s, resource = %(resource)s,
-                       input_tokens = %(row_input_tokens)s,
-                       output_tokens = %(row_output_tokens)s,
-                       completed_at = %(completed_at)s, error_code = %(error_code)s
-    WHERE id = %(id)s AND status = %(owned_status)s
-    RETURNING id, tenant_id, model, status
-), {USAGE_AFTER_STORE_CTES}
+WITH stored AS ({STORE_RESULT_SQL} RETURNING id, tenant_id, model, status),
+{USAGE_AFTER_STORE_CTES}
 SELECT count(*) FROM stored
 """
 
@@ -68,13 +63,8 @@ def insert_response(row: StoredResponse) -> StoredResponse:
 def store_result(response_id: str, resource: dict, completed_at: datetime | None) -> bool:
     """Write a finished run's response object and its summary columns, if the run still
     owns the row (it is `in_progress`); whether it did."""
-    usage = resource.get("usage") or {}
-    error = resource.get("error") or {}
     with connection.cursor() as cursor:
-        cursor.execute(STORE_RESULT_SQL, [
-            resource["status"], json_text(resource), usage.get("input_tokens"),
-            usage.get("output_tokens"), connection.ops.adapt_datetimefield_value(completed_at),
-            error.get("code"), response_id, ResponseStatus.IN_PROGRESS.value])
+        cursor.execute(STORE_RESULT_SQL, _result_params(response_id, resource, completed_at))
         return cursor.rowcount == 1
 
 
@@ -82,14 +72,19 @@ def store_result_with_usage(response_id: str, resource: dict, completed_at: date
                             api_key_id: int | None) -> bool:
     """`store_result` and `accounting.usage.record_response_usage` in one statement
     (Postgres only): atomic without a transaction block, one round trip instead of five."""
-    usage = resource.get("usage") or {}
-    error = resource.get("error") or {}
     with connection.cursor() as cursor:
         cursor.execute(STORE_RESULT_WITH_USAGE_SQL, {
-            "status": resource["status"], "resource": json_text(resource),
-            "row_input_tokens": usage.get("input_tokens"),
-            "row_output_tokens": usage.get("output_tokens"),
-            "completed_at": completed_at, "error_code": error.get("code"),
-            "id": response_id, "owned_status": ResponseStatus.IN_PROGRESS.value,
+            **_result_params(response_id, resource, completed_at),
             "api_key_id": api_key_id, **token_counts(resource)})
         return cursor.fetchone()[0] == 1
+
+
+def _result_params(response_id: str, resource: dict, completed_at: datetime | None) -> dict:
+    usage = resource.get("usage") or {}
+    error = resource.get("error") or {}
+    return {"status": resource["status"], "resource": json_text(resource),
+            "row_input_tokens": usage.get("input_tokens"),
+            "row_output_tokens": usage.get("output_tokens"),
+            "completed_at": connection.ops.adapt_datetimefield_value(completed_at),
+            "error_code": error.get("code"), "id": response_id,
+            "owned_status": ResponseStatus.IN_PROGRESS.value}
