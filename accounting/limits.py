@@ -35,11 +35,19 @@ def default_limits() -> Limits:
     return Limits(**{f.name: settings.DEFAULT_LIMITS.get(f.name, 0) for f in fields(Limits)})
 
 
-def limits_for(tenant_id: int) -> Limits:
-    """The limits in force for `tenant_id` (remembered for API_KEY_CACHE_SECONDS)."""
+def remembered_limits(tenant_id: int) -> Limits | None:
+    """The limits of `tenant_id` if read within API_KEY_CACHE_SECONDS, else None."""
     cached = _cache.get(tenant_id)
     if cached is not None and cached[0] > time.monotonic():
         return cached[1]
+    return None
+
+
+def limits_for(tenant_id: int) -> Limits:
+    """The limits in force for `tenant_id` (remembered for API_KEY_CACHE_SECONDS)."""
+    limits = remembered_limits(tenant_id)
+    if limits is not None:
+        return limits
     limits = default_limits()
     override = TenantLimits.objects.filter(tenant_id=tenant_id).first()
     if override is not None:

@@ -30,7 +30,7 @@ from observability.metrics import RATE_LIMITED
 from responses_app.errors import APIError, ServiceUnavailable
 
 from .limiter_plan import AdmissionPlan, Bucket, RunSet, Settlement
-from .limits import Limits, limits_for
+from .limits import Limits, limits_for, remembered_limits
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +82,13 @@ def limiter():
 def estimate_tokens(body: bytes) -> int:
     """The tokens charged at admission: about four bytes of request per token."""
     return math.ceil(len(body) / 4)
+
+
+def admits_without_io(principal) -> bool:
+    """Whether `admit` would neither read the database nor call the limiter: the
+    principal's limits are remembered, and there are none."""
+    limits = remembered_limits(principal.tenant.id)
+    return limits is not None and limits.unlimited
 
 
 def admit(principal, *, tokens: int = 0, run: bool = False) -> Admission:

@@ -2,21 +2,22 @@
 `POST /v1/responses` and `GET /v1/responses/{id}?stream=true` (resume).
 
 Django's ASGI handler gives every request a fresh OS thread (held for the whole stream)
-and a thread hop per middleware. This front reads the body, runs authentication,
-validation and persistence (the same functions the DRF views use) on a small pool of
-long-lived database threads, then relays the bus. Every other request goes to Django.
+and a thread hop per middleware. This front reads the body and runs authentication,
+validation and persistence (the same functions the DRF views use), then relays the bus.
+What reads the database runs on a small pool of long-lived database threads; a request
+whose key and limits are remembered and that reads nothing stored (no chain, no
+conversation, no MCP tools) is checked on the event loop, and its row is written from
+there too (loop_rows.py) while its run is sent. Every other request goes to Django.
 """
 import asyncio
 import logging
 import re
 import time
-from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from urllib.parse import parse_qs
 
 import orjson
 from django.conf import settings
-from django.db import close_old_connections
 from django.http.request import split_domain_port, validate_host
 
 from accounting import ratelimit
@@ -25,10 +26,11 @@ from observability.request_context import HEADER as REQUEST_ID_HEADER
 from observability.request_context import bind_request_id
 
 from . import relay, services
-from .auth import resolve_api_key
+from .auth import remembered_principal, resolve_api_key
 from .bus import event_bus
 from .cancellation import cancellation
 from .create_request import NUL_MESSAGE, contains_nul, parse_create_request
+from .db_threads import run_db
 from .errors import (
     BodyTooLarge,
     InvalidRequest,
@@ -93,36 +95,19 @@ async def refuse_websocket(scope, receive, send):
         await send({"type": "websocket.close", "code": 1008})
 
 
-@lru_cache(maxsize=1)
-def _db_threads() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=settings.WEB_DB_THREADS, thread_name_prefix="web-db")
-
-
-async def run_db(function, *args):
-    """Run ORM work on a database thread (connections are returned to the pool after)."""
-    return await asyncio.get_running_loop().run_in_executor(_db_threads(), _with_db, function,
-                                                             *args)
-
-
-def _with_db(function, *args):
-    try:
-        return function(*args)
-    finally:
-        close_old_connections()
-
-
 async def create_response(scope, receive, send):
     exchange = Exchange("POST", _header(scope, REQUEST_ID_HEADER.encode()))
     try:
         body = await _read_body(scope, receive)
-        row, create = await run_db(_create, _header(scope, b"authorization"), body, exchange)
+        row, create, subscription = await _create(_header(scope, b"authorization"), body,
+                                                  exchange)
         if create.background:
-            reply = (await relay.resume_reply(row.id, -1) if create.stream
+            reply = (relay.resume_reply(subscription) if create.stream
                      else relay.json_reply(200, row.resource))
         elif create.stream:
-            reply = await relay.stream_reply(row.id)
+            reply = await relay.stream_reply(subscription)
         else:
-            reply = await _unless_disconnected(relay.final_reply(row.id), receive)
+            reply = await _unless_disconnected(relay.final_reply(subscription), receive)
             if reply is None:  # the client left while the run went on
                 if not create.store:
                     await _cancel(row.id)
@@ -145,25 +130,62 @@ async def _answer(reply: relay.Reply, exchange, route: str, path: str, receive, 
         exchange.answered(route, path, reply.status)
 
 
-def _create(authorization, body, exchange):
-    bind_request_id(exchange.request_id)  # this database thread now logs for this request
+async def _create(authorization, body, exchange):
+    """Admit, validate and create the response: its row, its run sent, and (unless it is a
+    plain background response) its events subscribed to before the run can publish any."""
+    if _admits_without_io(authorization):
+        principal, admission = _admit(authorization, body, exchange)
+    else:
+        principal, admission = await run_db(_admit, authorization, body, exchange)
+    subscription = None
+    try:
+        create = _parse(body)
+        context = {"request_id": exchange.request_id, **admission.run_context()}
+        if services.needs_lookups(create):
+            new = await run_db(_prepare, principal.tenant, create, context)
+        else:
+            new = services.response_prepare(principal.tenant, create, context)
+        if create.stream or not create.background:
+            subscription = await event_bus().subscribe(new.row.id)
+        await services.response_start(new)
+    except BaseException:
+        if subscription is not None:
+            subscription.close()
+        if admission.limited:  # no run will settle it
+            await run_db(ratelimit.cancel, admission)
+        raise
+    return new.row, create, subscription
+
+
+def _admits_without_io(authorization) -> bool:
+    """A key accepted lately, of a tenant without limits: admitting it reads nothing."""
+    principal = remembered_principal(authorization)
+    return principal is not None and ratelimit.admits_without_io(principal)
+
+
+def _admit(authorization, body, exchange):
+    """The caller and its admission (on a database thread unless it reads nothing)."""
+    bind_request_id(exchange.request_id)  # this thread logs for this request
     principal = resolve_api_key(authorization)
     admission = ratelimit.admit(principal, tokens=ratelimit.estimate_tokens(body), run=True)
     exchange.headers.update(admission.headers)
+    return principal, admission
+
+
+def _parse(body: bytes):
     try:
-        try:
-            payload = orjson.loads(body)
-        except orjson.JSONDecodeError as exc:
-            raise InvalidRequest(f"We could not parse the JSON body of your request: {exc}.",
-                                 code="invalid_json") from None
-        if b"\\u0000" in body and contains_nul(payload):  # Postgres text cannot hold NUL
-            raise InvalidRequest(NUL_MESSAGE, code="invalid_value")
-        create = parse_create_request(payload)
-        context = {"request_id": exchange.request_id, **admission.run_context()}
-        return services.response_create(principal.tenant, create, context), create
-    except BaseException:
-        ratelimit.cancel(admission)  # no run will settle it
-        raise
+        payload = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidRequest(f"We could not parse the JSON body of your request: {exc}.",
+                             code="invalid_json") from None
+    if b"\\u0000" in body and contains_nul(payload):  # Postgres text cannot hold NUL
+        raise InvalidRequest(NUL_MESSAGE, code="invalid_value")
+    return parse_create_request(payload)
+
+
+def _prepare(tenant, create, context):
+    bind_request_id(context["request_id"])
+    return services.response_prepare(tenant, create, context)
 
 
 async def _cancel(response_id: str) -> None:
@@ -208,7 +230,7 @@ async def resume_response(scope, receive, send, response_id: str, query: dict):
                 f"The event stream of response '{response_id}' is no longer retained (events "
                 f"are kept {settings.EVENT_RETENTION_SECONDS} s after a response ends); "
                 "retrieve the response without stream=true.", code="event_stream_expired")
-        reply = await relay.resume_reply(response_id, after)
+        reply = relay.resume_reply(await event_bus().subscribe(response_id, after))
     except Exception as exc:
         reply = _reply_for(exc)
     await _answer(reply, exchange, RESPONSE_ROUTE, scope["path"], receive, send)

@@ -43,15 +43,24 @@ def mint_api_key(tenant: Tenant, name: str = "") -> str:
     return f"sk-{prefix}_{secret}"
 
 
+def remembered_principal(authorization: str | None) -> TenantPrincipal | None:
+    """The tenant behind a key accepted within API_KEY_CACHE_SECONDS, or None (then
+    `resolve_api_key` reads the database)."""
+    cached = _accepted.get(authorization)
+    if cached is not None and cached[0] > time.monotonic():
+        return cached[1]
+    return None
+
+
 def resolve_api_key(authorization: str | None) -> TenantPrincipal:
     """The tenant behind an Authorization header, or AuthenticationError.
 
     Accepted keys are remembered for API_KEY_CACHE_SECONDS, so a revoked key stops working
     within that time on every process; rejected keys are never remembered.
     """
-    cached = _accepted.get(authorization)
-    if cached is not None and cached[0] > time.monotonic():
-        return cached[1]
+    principal = remembered_principal(authorization)
+    if principal is not None:
+        return principal
     principal = _lookup(authorization)
     if len(_accepted) >= ACCEPTED_CACHE_SIZE:
         _accepted.clear()

@@ -13,6 +13,8 @@ from functools import lru_cache
 
 from django.conf import settings
 
+from .redis_client import async_redis, sync_redis
+
 log = logging.getLogger(__name__)
 
 CHANNEL = "gw:cancel"
@@ -75,8 +77,6 @@ class RedisCancellation:
 
     # --- the request side (sync) -------------------------------------------------------------
     def request_cancel(self, response_id: str) -> None:
-        from .redis_client import sync_redis
-
         pipe = sync_redis().pipeline(transaction=False)
         pipe.set(KEY_PREFIX + response_id, 1, ex=settings.RUN_DEADLINE_SECONDS)
         pipe.publish(CHANNEL, response_id)
@@ -92,7 +92,7 @@ class RedisCancellation:
             await ready
         watch = Watch(self._watches, response_id, callback)
         # a request made before we listened is still in its key
-        if await _client().exists(KEY_PREFIX + response_id):
+        if await async_redis().exists(KEY_PREFIX + response_id):
             callback()
         return watch
 
@@ -101,7 +101,7 @@ class RedisCancellation:
 
     async def _listen(self, ready) -> None:
         while True:
-            pubsub = _client().pubsub(ignore_subscribe_messages=True)
+            pubsub = async_redis().pubsub(ignore_subscribe_messages=True)
             try:
                 await pubsub.subscribe(CHANNEL)
                 if not ready.done():
@@ -120,14 +120,3 @@ class RedisCancellation:
                 await asyncio.sleep(1)
             finally:
                 await pubsub.aclose()
-
-
-@lru_cache(maxsize=None)
-def _client_for(loop):
-    import redis.asyncio as aioredis
-
-    return aioredis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=5)
-
-
-def _client():
-    return _client_for(asyncio.get_running_loop())

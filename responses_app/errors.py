@@ -102,8 +102,11 @@ def _is_backing_service_outage(exc: BaseException) -> bool:
     from redis.exceptions import ConnectionError as RedisConnectionError
     from redis.exceptions import TimeoutError as RedisTimeoutError
 
-    outages = (DbOperationalError, DbInterfaceError, BrokerError, RedisConnectionError,
-               RedisTimeoutError)
+    from psycopg import InterfaceError as PgInterfaceError
+    from psycopg import OperationalError as PgOperationalError  # the event loops' pools too
+
+    outages = (DbOperationalError, DbInterfaceError, PgOperationalError, PgInterfaceError,
+               BrokerError, RedisConnectionError, RedisTimeoutError)
     while exc is not None:
         if isinstance(exc, outages):
             return True

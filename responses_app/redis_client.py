@@ -1,5 +1,7 @@
-"""The process's synchronous Redis client, for the few sync callers (cancel requests,
-heartbeats, the watchdog). The event bus has its own async clients per event loop."""
+"""The process's Redis clients for everything but the event bus (which has its own): a
+synchronous one for the few sync callers (cancel requests, heartbeats, the watchdog) and
+an asynchronous one per event loop (sending runs, the cancel listener)."""
+import asyncio
 from functools import lru_cache
 
 import redis
@@ -10,3 +12,15 @@ from django.conf import settings
 def sync_redis() -> redis.Redis:
     return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5, socket_connect_timeout=5,
                                 health_check_interval=30)
+
+
+def async_redis():
+    """The running event loop's client."""
+    return _async_client_for(asyncio.get_running_loop())
+
+
+@lru_cache(maxsize=None)
+def _async_client_for(loop):
+    import redis.asyncio as aioredis
+
+    return aioredis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=5)

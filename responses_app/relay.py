@@ -1,4 +1,5 @@
 """Relaying a response's events from the bus to the client: as SSE, or as one JSON body.
+Each reply takes a subscription (`event_bus().subscribe(...)`) and closes it when done.
 
 The relay waits for the run's first entry before answering, so an upstream that fails
 before it starts becomes a plain HTTP error (a 429 stays a 429) instead of a stream.
@@ -14,7 +15,7 @@ from django.conf import settings
 
 from observability.metrics import ACTIVE_STREAMS, EVENTS_RELAYED
 
-from .bus import KEEPALIVE, event_bus
+from .bus import KEEPALIVE
 from .bus.entries import Entry
 from .errors import ServiceUnavailable, error_body
 from .translation.sse import DONE, KEEPALIVE as KEEPALIVE_BYTES, event_of_block, split_blocks
@@ -38,9 +39,8 @@ def json_reply(status: int, payload: dict, headers: dict | None = None) -> Reply
     return Reply(status, [(b"content-type", b"application/json"), *extra], orjson.dumps(payload))
 
 
-async def stream_reply(response_id: str, after: int = -1) -> Reply:
-    """Relay `response_id`'s events after sequence number `after` as an SSE stream."""
-    subscription = await event_bus().subscribe(response_id, after)
+async def stream_reply(subscription) -> Reply:
+    """Relay the subscribed events as an SSE stream, once the first is there."""
     try:
         first = await _first_entry(subscription)
     except BaseException:
@@ -52,18 +52,17 @@ async def stream_reply(response_id: str, after: int = -1) -> Reply:
     return Reply(200, SSE_HEADERS, stream=_sse_body(subscription, first))
 
 
-async def resume_reply(response_id: str, after: int) -> Reply:
-    """Replay `response_id`'s events after `after`, then follow live ones until the end.
+def resume_reply(subscription) -> Reply:
+    """Replay the subscribed events, then follow live ones until the end.
 
     Unlike a fresh stream it answers at once: the run may still be queued behind others,
     and keep-alives hold the connection meanwhile."""
-    subscription = await event_bus().subscribe(response_id, after)
     return Reply(200, SSE_HEADERS, stream=_sse_body(subscription, None))
 
 
-async def final_reply(response_id: str) -> Reply:
+async def final_reply(subscription) -> Reply:
     """Wait for the run to end; the final response object as JSON, or the error."""
-    subscription = await event_bus().subscribe(response_id, -1)
+    response_id = subscription.response_id
     try:
         entry = await _first_entry(subscription)
         while not entry.end:

@@ -1,11 +1,13 @@
-"""The hot path's two writes of a response row, each one raw statement: its creation (web)
-and its result (worker; on Postgres together with the response's usage).
+"""The hot path's writes of a response row, each one raw statement: its creation (web),
+its claim by a run, and its result (worker; on Postgres together with the response's
+usage).
 
-Both happen once per request. Through the ORM they cost a model save or a compiled
+Each happens once per request. Through the ORM they cost a model save or a compiled
 UPDATE and the standard library's JSON encoder for the JSON columns; one statement with
 orjson does the same for a fraction (Postgres and SQLite alike).
 """
 import json
+import time
 from datetime import datetime
 
 import orjson
@@ -23,6 +25,19 @@ INSERT INTO {TABLE} (id, tenant_id, status, model, store, background, previous_r
 VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 """
 
+# A run takes its queued response (conditional: only one run ever gets it), reading the
+# columns given (the job's, or just the id when the run has its job already).
+CLAIM_SQL = """
+UPDATE {table} SET status = %s, worker_id = %s WHERE id = %s AND status = %s
+RETURNING {columns}
+"""
+CLAIM_ID_SQL = CLAIM_SQL.format(table=TABLE, columns="id")
+STATUS_SQL = f"SELECT status FROM {TABLE} WHERE id = %s"
+# A claim can come before the row it claims: the web writes the row and sends the run at
+# the same time. It looks again, for up to this long, while there is no row at all.
+CLAIM_WAIT_SECONDS = 5.0
+CLAIM_RETRY_DELAYS = (0.002, 0.005, 0.01, 0.02, 0.05)
+
 # Conditional on the run still owning the row (the watchdog may have given it up).
 STORE_RESULT_SQL = f"""
 UPDATE {TABLE} SET status = %(status)s, resource = %(resource)s,
@@ -39,6 +54,18 @@ SELECT count(*) FROM stored
 """
 
 
+def claim_retry_delay(attempt: int, started: float, status: str | None) -> float | None:
+    """After a claim that found no queued row: seconds to wait before trying again (0: at
+    once), or None to give up. `status` is the row's status now, None while it has no row."""
+    if time.monotonic() - started >= CLAIM_WAIT_SECONDS:
+        return None
+    if status is None:  # not written yet
+        return CLAIM_RETRY_DELAYS[min(attempt, len(CLAIM_RETRY_DELAYS) - 1)]
+    if status == ResponseStatus.QUEUED:
+        return 0.0  # written just after the claim looked
+    return None  # another run has it, or it was cancelled
+
+
 def json_text(value) -> str:
     """A JSON column's value (orjson; the standard library for integers beyond 64 bits)."""
     try:
@@ -50,14 +77,18 @@ def json_text(value) -> str:
 def insert_response(row: StoredResponse) -> StoredResponse:
     """INSERT the new row (autocommit: atomic, committed on return); the instance, saved."""
     with connection.cursor() as cursor:
-        cursor.execute(INSERT_SQL, [
-            row.id, row.tenant_id, row.status, row.model, row.store, row.background,
-            row.previous_response_id, row.conversation_id,
-            connection.ops.adapt_datetimefield_value(row.created_at),
-            json_text(row.request), json_text(row.input_items), json_text(row.resource)])
+        cursor.execute(INSERT_SQL, insert_params(row, connection.ops))
     row._state.adding = False
     row._state.db = connection.alias
     return row
+
+
+def insert_params(row: StoredResponse, ops) -> list:
+    """INSERT_SQL's parameters for `row` (`ops`: the database's connection.ops)."""
+    return [row.id, row.tenant_id, row.status, row.model, row.store, row.background,
+            row.previous_response_id, row.conversation_id,
+            ops.adapt_datetimefield_value(row.created_at),
+            json_text(row.request), json_text(row.input_items), json_text(row.resource)]
 
 
 def store_result(response_id: str, resource: dict, completed_at: datetime | None) -> bool:

@@ -1,6 +1,9 @@
-"""Writes on the request side: create a response (persist, then dispatch), cancel one,
-delete one (with its event stream)."""
+"""Writes on the request side: create a response (prepare it, then write its row and send
+its run), cancel one, delete one (with its event stream)."""
+import asyncio
+import logging
 import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from django.conf import settings
@@ -8,27 +11,51 @@ from django.conf import settings
 from accounting import ratelimit
 from mcp_tools.services import mcp_request_prepare
 
+from . import loop_rows
 from .bus import event_bus
 from .bus.entries import Entry
 from .cancellation import cancellation
 from .conversation_items import conversation_items
 from .conversations import conversation_check_input
 from .create_request import CreateRequest
-from .dispatch import dispatch_run
+from .db_threads import run_db
+from .dispatch import job_columns, send_run
 from .errors import InvalidRequest, NotFound
 from .history import chain_items
 from .ids import new_id
 from .models import TERMINAL_STATUSES, ResponseStatus, StoredResponse, Tenant
 from .reasoning_token import open_sealed
-from .response_rows import insert_response
 from .translation.resource import new_response_resource
 
+log = logging.getLogger(__name__)
+LOOKUP_ITEM_TYPES = {"item_reference", "mcp_approval_response"}
 
-def response_create(tenant: Tenant, create: CreateRequest,
-                    context: dict | None = None) -> StoredResponse:
-    """Persist the request as a queued response and start its run once committed.
 
-    `context` travels with the run (request id, what its admission must settle)."""
+@dataclass
+class NewResponse:
+    """A response about to be created: its row, and its run's job when the job travels
+    with the run's message: a client waits for its first event, and the run reads nothing
+    stored. (A background run waits for its claim: cancelled while queued, it must never
+    reach the upstream.)"""
+
+    row: StoredResponse
+    job: dict | None
+
+
+def needs_lookups(create: CreateRequest) -> bool:
+    """Whether creating this response reads (or writes) stored state besides its own row:
+    a chain, a conversation, referenced items, MCP servers and approvals. Such a request
+    is prepared on a database thread, and its run reads its history when it starts."""
+    return bool(create.previous_response_id or create.conversation_id
+                or any(item["type"] in LOOKUP_ITEM_TYPES for item in create.input_items)
+                or any(tool["type"] == "mcp" for tool in create.params.get("tools") or ()))
+
+
+def response_prepare(tenant: Tenant, create: CreateRequest,
+                     context: dict | None = None) -> NewResponse:
+    """Check the request against what is stored and build the queued response's row (pure
+    unless `needs_lookups`). `context` travels with the run (request id, what its
+    admission must settle)."""
     previous = create.previous_response_id
     if previous and not _is_stored(tenant, previous):
         raise InvalidRequest(f"Previous response with id '{previous}' not found.",
@@ -45,8 +72,7 @@ def response_create(tenant: Tenant, create: CreateRequest,
         previous_response_id=previous, store=create.store, background=create.background,
         status=ResponseStatus.QUEUED.value, conversation_id=create.conversation_id,
     )
-    # One INSERT in autocommit: atomic by itself, and committed before the run is sent.
-    row = insert_response(StoredResponse(
+    row = StoredResponse(
         id=response_id, tenant=tenant, status=ResponseStatus.QUEUED, model=create.model,
         store=create.store, background=create.background, previous_response_id=previous,
         conversation_id=create.conversation_id,
@@ -54,9 +80,31 @@ def response_create(tenant: Tenant, create: CreateRequest,
         request={"instructions": create.instructions, "params": create.params,
                  "include": create.include, "context": context or {}},
         input_items=input_items, resource=resource,
-    ))
-    dispatch_run(response_id)
-    return row
+    )
+    return NewResponse(row, None if create.background or needs_lookups(create)
+                       else job_columns(row))
+
+
+async def response_start(new: NewResponse) -> None:
+    """Write the response's row and send its run at the same time: the worker's claim waits
+    for the row, and a run sent with its job calls the upstream meanwhile. The row is one
+    INSERT in autocommit (atomic by itself); if the run cannot be sent, it is removed."""
+    inserting = asyncio.ensure_future(loop_rows.insert_response(new.row, run_db))
+    try:
+        await send_run(new.row.id, new.job)
+    except Exception:
+        try:
+            await inserting
+            await run_db(_forget_unsent, new.row.id)
+        except Exception as exc:  # the database is away too: the row, if any, stays queued
+            log.warning("response %s: its run was not sent and its row remains: %s",
+                        new.row.id, exc)
+        raise
+    await inserting
+
+
+def _forget_unsent(response_id: str) -> None:
+    StoredResponse.objects.filter(id=response_id, status=ResponseStatus.QUEUED).delete()
 
 
 def response_cancel(tenant: Tenant, response_id: str) -> dict:

@@ -4,6 +4,7 @@ untouched, and new requests work again once Redis is back — without restarting
 import time
 
 import httpx
+import psycopg
 import pytest
 
 from tests.conftest import production_deployment
@@ -44,6 +45,10 @@ def test_a_redis_restart_fails_the_run_in_flight_and_the_service_recovers(
             refused = api.post("/responses", json={"model": "fake-text", "input": "while down"})
             assert refused.status_code == 503
             assert refused.json()["error"]["code"] == "service_unavailable"
+            with psycopg.connect(deployment.env["DATABASE_URL"]) as database:
+                # its run could not be sent: its row is gone too, nothing runs it later
+                assert database.execute("SELECT status FROM responses ORDER BY created_at"
+                                        ).fetchall() == [("completed",), ("failed",)]
 
             redis_server.start()
             time.sleep(0.5)

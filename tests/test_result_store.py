@@ -1,14 +1,19 @@
 """The worker's writes of a response row on the test database (Postgres under `make test`):
-a claimed run's result is stored with its usage exactly once, and a run that no longer
-owns its row stores and counts nothing."""
+a run's claim (which may come before the row), then its result, stored with its usage
+exactly once; a run that no longer owns its row stores and counts nothing."""
+import asyncio
+import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
 import pytest
 
 from accounting.models import DailyUsage, ResponseUsage
 from responses_app.models import ResponseStatus, StoredResponse, Tenant
-from responses_app.response_rows import insert_response
-from responses_app.worker.result_store import claim_run, store_result
+from responses_app import loop_rows
+from responses_app.response_rows import (CLAIM_RETRY_DELAYS, CLAIM_WAIT_SECONDS,
+                                         claim_retry_delay, insert_response)
+from responses_app.worker.result_store import claim, claim_run, store_result
 
 pytestmark = pytest.mark.django_db
 
@@ -74,3 +79,69 @@ def test_a_store_false_result_is_forgotten_but_counted():
     assert not StoredResponse.objects.filter(id="resp_d").exists()
     assert ResponseUsage.objects.get().response_id == "resp_d"
     assert DailyUsage.objects.get().requests == 1
+
+
+# --- claims: a run can come before the row it claims (the web writes the row and sends the
+# run at the same time), so a claim looks again while there is no row at all -------------
+
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_waits_for_a_row_written_after_it_started():
+    tenant = Tenant.objects.create(name="t")
+    with ThreadPoolExecutor(1) as pool:
+        claiming = pool.submit(_claim_on_a_thread, "resp_late", "w1")
+        time.sleep(0.2)
+        assert not claiming.done()  # no row yet: it is still looking
+        _queued(tenant, "resp_late")
+        assert claiming.result(timeout=10) is True
+    row = StoredResponse.objects.get(id="resp_late")
+    assert (row.status, row.worker_id) == ("in_progress", "w1")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_from_an_event_loop_waits_for_its_row_too():
+    tenant = Tenant.objects.create(name="t")
+
+    async def claim_then_close():
+        try:
+            return await loop_rows.claim("resp_loop", "w2", on_thread=None)
+        finally:
+            await loop_rows.close_pool()
+
+    with ThreadPoolExecutor(1) as pool:
+        claiming = pool.submit(asyncio.run, claim_then_close())
+        time.sleep(0.2)
+        _queued(tenant, "resp_loop")
+        assert claiming.result(timeout=10) is True
+    assert StoredResponse.objects.get(id="resp_loop").worker_id == "w2"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_of_a_row_that_is_not_queued_fails_at_once():
+    tenant = Tenant.objects.create(name="t")
+    _queued(tenant, "resp_taken")
+    assert claim("resp_taken", "w1") is True
+    started = time.monotonic()
+    assert claim("resp_taken", "w2") is False
+    StoredResponse.objects.filter(id="resp_taken").update(status=ResponseStatus.CANCELLED)
+    assert claim("resp_taken", "w3") is False
+    assert time.monotonic() - started < CLAIM_WAIT_SECONDS  # it did not wait for a row
+    assert StoredResponse.objects.get(id="resp_taken").worker_id == "w1"
+
+
+def test_a_claim_gives_up_when_no_row_comes():
+    started = time.monotonic()
+    assert claim_retry_delay(0, started, None) == CLAIM_RETRY_DELAYS[0]
+    assert claim_retry_delay(99, started, None) == CLAIM_RETRY_DELAYS[-1]
+    assert claim_retry_delay(3, started, "queued") == 0.0  # written meanwhile: at once
+    assert claim_retry_delay(0, started, "in_progress") is None
+    assert claim_retry_delay(0, started, "cancelled") is None
+    assert claim_retry_delay(0, started - CLAIM_WAIT_SECONDS, None) is None
+
+
+def _claim_on_a_thread(response_id, worker):
+    from django.db import connection
+
+    try:
+        return claim(response_id, worker)
+    finally:
+        connection.close()

@@ -70,6 +70,15 @@ def route_for_model(model: str) -> Route:
     return route_table().route_for(model)
 
 
+def remembered_route_for_model(model: str) -> Route | None:
+    """The route from the table in memory, or None when it must be read again (from an
+    event loop, which must not wait for the database)."""
+    cached = _cached
+    if cached is None or cached[0] <= time.monotonic():
+        return None
+    return cached[1].route_for(model)
+
+
 def route_table() -> RouteTable:
     """The current table (reloaded from the database when older than the cache TTL)."""
     global _cached

@@ -2,9 +2,12 @@
 (and, for a response in a conversation, append its turn to the conversation).
 
 A run is claimed with one conditional UPDATE (queued → in_progress), so a redelivered or
-duplicated task never generates twice. The result is committed before the terminal
+duplicated task never generates twice (a run sent with its job claims from its loop
+instead: loop_rows.py). The result is committed before the terminal
 event is published: a follow-up request made the instant it arrives finds it.
 """
+import itertools
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -15,6 +18,7 @@ from django.db import connection, transaction
 from accounting.usage import record_response_usage
 
 from ..conversation_items import append_items, conversation_items
+from ..dispatch import JOB_COLUMNS
 from ..history import chain_items
 from .. import response_rows
 from ..models import ResponseStatus, StoredResponse
@@ -24,13 +28,8 @@ from ..translation.chat_request import ChatRequest, build_chat_request
 # A run of a conversation that ends in these adds its turn to the conversation.
 TURN_STATUSES = {ResponseStatus.COMPLETED.value, ResponseStatus.INCOMPLETE.value}
 
-# One statement claims the row and reads what the run needs (Postgres and SQLite both
-# support UPDATE … RETURNING).
-CLAIM_SQL = """
-UPDATE responses SET status = %s, worker_id = %s WHERE id = %s AND status = %s
-RETURNING tenant_id, model, store, background, previous_response_id, request, input_items,
-          resource, conversation_id
-"""
+CLAIM_JOB_SQL = response_rows.CLAIM_SQL.format(table=response_rows.TABLE,
+                                               columns=", ".join(JOB_COLUMNS))
 
 
 @dataclass
@@ -61,30 +60,56 @@ class RunJob:
 
 def claim_run(response_id: str, worker: str) -> RunJob | None:
     """Take the queued response for this worker; None if another run has it or it is gone."""
-    with connection.cursor() as cursor:
-        cursor.execute(CLAIM_SQL, [ResponseStatus.IN_PROGRESS, worker, response_id,
-                                   ResponseStatus.QUEUED])
-        claimed = cursor.fetchone()
+    claimed = _claim(CLAIM_JOB_SQL, response_id, worker)
     if claimed is None:
         return None
-    (tenant_id, model, store, background, previous_id, request, input_items, resource,
-     conversation_id) = claimed
-    request, input_items, resource = (_json(request), _json(input_items), _json(resource))
+    return job_of(response_id, dict(zip(JOB_COLUMNS, claimed)))
+
+
+def claim(response_id: str, worker: str) -> bool:
+    """Take the queued response for a run that has its job already; whether it got it."""
+    return _claim(response_rows.CLAIM_ID_SQL, response_id, worker) is not None
+
+
+def _claim(sql: str, response_id: str, worker: str) -> tuple | None:
+    """One conditional UPDATE, tried again while the row is not written yet."""
+    started = time.monotonic()
+    for attempt in itertools.count():
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [ResponseStatus.IN_PROGRESS, worker, response_id,
+                                 ResponseStatus.QUEUED])
+            claimed = cursor.fetchone()
+            if claimed is not None:
+                return claimed
+            cursor.execute(response_rows.STATUS_SQL, [response_id])
+            row = cursor.fetchone()
+        delay = response_rows.claim_retry_delay(attempt, started, row[0] if row else None)
+        if delay is None:
+            return None
+        time.sleep(delay)
+
+
+def job_of(response_id: str, columns: dict) -> RunJob:
+    """The run's job from its row's columns (as claimed, or as the web sent them); reads
+    the history of a chain or a conversation."""
+    request, input_items, resource = (_json(columns["request"]), _json(columns["input_items"]),
+                                      _json(columns["resource"]))
     items = []
-    if previous_id:
-        items = chain_items(tenant_id, previous_id) or []
-    elif conversation_id:
-        items = conversation_items(conversation_id)
+    if columns["previous_response_id"]:
+        items = chain_items(columns["tenant_id"], columns["previous_response_id"]) or []
+    elif columns["conversation_id"]:
+        items = conversation_items(columns["conversation_id"])
     items.extend(input_items)
     chat = build_chat_request(
-        model=model, instructions=request.get("instructions"), items=items,
+        model=columns["model"], instructions=request.get("instructions"), items=items,
         params=request["params"], include=request["include"],
         max_tokens_param=settings.UPSTREAM_MAX_TOKENS_PARAM,
     )
-    return RunJob(response_id=response_id, store=bool(store), background=bool(background),
-                  resource=resource, chat=chat, include=request["include"],
-                  conversation_id=conversation_id, input_items=input_items,
-                  tenant_id=tenant_id, model=model, request=request, items=items,
+    return RunJob(response_id=response_id, store=bool(columns["store"]),
+                  background=bool(columns["background"]), resource=resource, chat=chat,
+                  include=request["include"], conversation_id=columns["conversation_id"],
+                  input_items=input_items, tenant_id=columns["tenant_id"],
+                  model=columns["model"], request=request, items=items,
                   input_count=len(input_items), context=request.get("context") or {})
 
 

@@ -3,7 +3,10 @@ store the result, then publish the terminal event.
 
 A run is a coroutine on the process's run loop (`run_response`); its database work goes
 to the loop's database threads in two hops (claim, then store and settle), so no thread
-waits while it streams. `execute_run` is the sync entry (the Celery task, the embedded
+waits while it streams. A run sent with its job (see dispatch.py) claims from the loop
+(loop_rows.py) and does not wait for its claim to call the upstream: the claim is
+confirmed meanwhile, and the run publishes and stores nothing before it is (a run that
+does not get it closes its upstream call at once and leaves no trace). `execute_run` is the sync entry (the Celery task, the embedded
 dispatcher). A run that can be cancelled (background, or store=false whose client left)
 watches for a cancel request: its upstream call stops, what was produced is stored as
 `cancelled`, and the stream ends.
@@ -19,11 +22,12 @@ from mcp_tools.run_plan import mcp_run_plan
 from mcp_tools.runner import McpToolLoop
 from observability.request_context import bind_request_id
 from upstreams.retry_policy import RetryPolicy
-from upstreams.routing import Route, route_for_model
+from upstreams.routing import Route, remembered_route_for_model, route_for_model
 
 from ..bus import StreamFenced, event_bus
 from ..bus.entries import Entry, error_entry
 from ..cancellation import cancellation
+from .. import loop_rows
 from ..errors import error_body
 from ..ids import new_id
 from ..reasoning_token import seal
@@ -55,25 +59,86 @@ class Generated:
     cancelled: bool = False
     writer: object = None
     first_delta_at: float | None = None  # time.monotonic() when the first delta went out
+    unclaimed: bool = False  # the run never owned the response (another has it, or gone)
 
 
-def execute_run(response_id: str) -> None:
+class RunNotClaimed(Exception):
+    """The run was started before its claim was confirmed, and the claim failed."""
+
+
+class _Claim:
+    """The claim of a run that calls the upstream meanwhile (a task on the run loop)."""
+
+    def __init__(self, response_id: str):
+        self.response_id = response_id
+        self.task = asyncio.ensure_future(loop_rows.claim(response_id, worker_id(), blocking))
+        self.task.add_done_callback(self._log_failure)
+
+    def _log_failure(self, task: asyncio.Task) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("run %s could not claim its response: %s", self.response_id,
+                        task.exception())
+
+    async def owned(self) -> bool:
+        """Whether the run owns the response (waits for the claim if it is not done)."""
+        try:
+            return await self.task
+        except Exception:  # the database is away: the row stays queued, for the watchdog
+            return False
+
+    def on_refused(self, callback) -> None:
+        """Call `callback()` on the loop as soon as the claim fails."""
+        def done(task: asyncio.Task) -> None:
+            if task.cancelled() or task.exception() is not None or not task.result():
+                callback()
+
+        self.task.add_done_callback(done)
+
+
+class _ClaimedWriter:
+    """The run's bus writer, gated by its claim: nothing is published before it is confirmed."""
+
+    def __init__(self, writer, claim: _Claim):
+        self.writer, self.claim = writer, claim
+
+    async def append(self, entry: Entry, urgent: bool = False) -> None:
+        if not await self.claim.owned():  # a confirmed claim is a done task: no wait
+            raise RunNotClaimed(self.claim.response_id)
+        await self.writer.append(entry, urgent)
+
+    async def close(self) -> None:
+        await self.writer.close()
+
+
+def execute_run(response_id: str, job: dict | None = None) -> None:
     """Run a response from a sync caller, on the run loop, and wait for it to end."""
-    loop.run(run_response(response_id))
+    loop.run(run_response(response_id, job))
 
 
-async def run_response(response_id: str) -> None:
-    claimed = await blocking(_claim, response_id)
-    if claimed is None:
-        log.info("run %s already claimed or gone", response_id)
-        return
-    job, route, mcp_plan = claimed
+async def run_response(response_id: str, job_columns: dict | None = None) -> None:
+    """Run the response `response_id`; `job_columns` are its row's columns when its message
+    carried them (a foreground run that reads nothing: no history, no MCP tools)."""
+    if job_columns is None:
+        claimed = await blocking(_claim, response_id)
+        if claimed is None:
+            log.info("run %s already claimed or gone", response_id)
+            return
+        job, route, mcp_plan = claimed
+        claim = None
+    else:
+        claim = _Claim(response_id)
+        job = result_store.job_of(response_id, job_columns)
+        route = (remembered_route_for_model(job.model)
+                 or await blocking(route_for_model, job.model))
+        mcp_plan = None
     run = ObservedRun(job)
     bind_request_id(job.context.get("request_id"))  # this task's log lines carry it
     try:
-        await _run_claimed(job, run, route, mcp_plan)
+        await _run_claimed(job, run, route, mcp_plan, claim)
     finally:
-        if not run.settled:  # it ended without reaching the store path (fenced, crashed)
+        unclaimed = run.generated is not None and run.generated.unclaimed
+        if not run.settled and not unclaimed:
+            # it ended without reaching the store path (fenced, crashed)
             await blocking(run.ended)
 
 
@@ -85,14 +150,21 @@ def _claim(response_id: str):
     return job, route_for_model(job.resource["model"]), mcp_run_plan(job)
 
 
-async def _run_claimed(job, run: ObservedRun, route: Route, mcp_plan) -> None:
+async def _run_claimed(job, run: ObservedRun, route: Route, mcp_plan,
+                       claim: _Claim | None) -> None:
     response_id = job.response_id
     try:
-        generated = run.generated = await _generate(job, route, mcp_plan)
+        generated = run.generated = await _generate(job, route, mcp_plan, claim)
     finally:
         if job.cancellable:
             await blocking(cancellation().forget, response_id)
     writer = generated.writer
+    if claim is not None and not await claim.owned():
+        generated.unclaimed = True
+    if generated.unclaimed:
+        log.info("run %s: another run has its response, or it is gone; stopped",
+                 response_id)
+        return
     if generated.fenced:
         return
     if generated.rejected is not None:
@@ -140,8 +212,10 @@ def _retry_policy() -> RetryPolicy:
                        max_wait=settings.UPSTREAM_RETRY_MAX_WAIT)
 
 
-async def _generate(job, route: Route, mcp_plan=None) -> Generated:
+async def _generate(job, route: Route, mcp_plan=None, claim: _Claim | None = None) -> Generated:
     writer = event_bus().writer(job.response_id)
+    if claim is not None:
+        writer = _ClaimedWriter(writer, claim)
     reasoning = job.resource.get("reasoning") or {}
     translator = ResponseTranslator(job.resource, TranslatorOptions(
         ids=new_id,
@@ -162,6 +236,12 @@ async def _generate(job, route: Route, mcp_plan=None) -> Generated:
 
     running = asyncio.ensure_future(_run_turns(job, route, mcp_plan, translator, stamper,
                                                writer, emit, result))
+    if claim is not None:
+        def unclaimed():
+            result.unclaimed = True
+            running.cancel()  # its upstream call is closed
+
+        claim.on_refused(unclaimed)
     watch = None
     if job.cancellable:
         def cancel():
@@ -173,10 +253,14 @@ async def _generate(job, route: Route, mcp_plan=None) -> Generated:
         await running
         result.closing = translator.finish()
     except asyncio.CancelledError:
+        if result.unclaimed:
+            return result
         if not result.cancelled:
             raise
         log.info("run %s cancelled", job.response_id)
         result.closing = translator.cancel()
+    except RunNotClaimed:
+        result.unclaimed = True
     except UpstreamRejected as rejected:
         error = rejected.body["error"]
         if stamper.next_sequence_number == 0 and not job.background:

@@ -1,8 +1,9 @@
-"""The worker's side of the run queue: response ids on one Redis list (see dispatch.py).
+"""The worker's side of the run queue: run messages on one Redis list (see dispatch.py).
 
-The web LPUSHes a committed, queued response's id; each worker process has one consumer
-on its run loop that BRPOPs ids while fewer than `concurrency` runs are in progress, and
-starts each as a task on that loop. This is all a run needs from a broker, at a fraction
+The web LPUSHes a queued response's id (with its job, when the run reads nothing else)
+as it writes the response's row; each worker process has one consumer on its run loop
+that BRPOPs messages while fewer than `concurrency` runs are in progress, and starts each
+as a task on that loop. This is all a run needs from a broker, at a fraction
 of a Celery task's cost per run (publish, message encoding, consumer hub, task tracing).
 
 Delivery is at most once, as with the Celery broker without ack emulation: an id popped
@@ -18,7 +19,7 @@ import redis.asyncio as aioredis
 from django.conf import settings
 from redis.exceptions import RedisError
 
-from ..dispatch import RUN_QUEUE_KEY
+from ..dispatch import RUN_QUEUE_KEY, parse_run_message
 from .loop import run_loop
 from .run import run_response
 
@@ -69,17 +70,18 @@ class RunConsumer:
                 if popped is None:
                     free.release()
                     continue
-                task = asyncio.ensure_future(self._run(popped[1].decode(), free))
+                task = asyncio.ensure_future(self._run(popped[1], free))
                 self.runs.add(task)
                 task.add_done_callback(self.runs.discard)
         finally:
             await client.aclose()
 
-    async def _run(self, response_id: str, free: asyncio.Semaphore) -> None:
+    async def _run(self, message: bytes, free: asyncio.Semaphore) -> None:
         try:
-            await run_response(response_id)
+            response_id, job = parse_run_message(message)
+            await run_response(response_id, job)
         except Exception:
-            log.exception("run %s crashed", response_id)
+            log.exception("run %r crashed", message[:100])
         finally:
             free.release()
 

@@ -1,0 +1,37 @@
+"""Run queue messages: the response id, or the id with the run's job when the web sends
+it (a foreground run that reads nothing stored); a job the message cannot carry stays in
+the database, and the worker reads it with its claim."""
+import orjson
+
+from responses_app.dispatch import JOB_COLUMNS, MAX_JOB_BYTES, parse_run_message, run_message
+
+JOB = {"tenant_id": 7, "model": "m", "store": True, "background": False,
+       "previous_response_id": None, "conversation_id": None,
+       "request": {"instructions": None, "params": {}, "include": [], "context": {}},
+       "input_items": [{"type": "message", "role": "user",
+                        "content": [{"type": "input_text", "text": "hi"}]}],
+       "resource": {"id": "resp_1", "status": "queued"}}
+
+
+def test_a_job_travels_with_its_id():
+    assert set(JOB) == set(JOB_COLUMNS)
+    message = run_message("resp_1", JOB)
+    assert orjson.loads(message) == {"id": "resp_1", "job": JOB}
+    assert parse_run_message(message) == ("resp_1", JOB)
+
+
+def test_an_id_alone_is_the_message_without_a_job():
+    assert run_message("resp_1") == b"resp_1"
+    assert parse_run_message(b"resp_1") == ("resp_1", None)
+
+
+def test_a_job_too_large_for_a_message_stays_in_the_database():
+    text = "x" * MAX_JOB_BYTES
+    large = {**JOB, "input_items": [{"type": "message", "role": "user",
+                                     "content": [{"type": "input_text", "text": text}]}]}
+    assert run_message("resp_1", large) == b"resp_1"
+
+
+def test_a_job_orjson_cannot_encode_stays_in_the_database():
+    beyond_64_bits = {**JOB, "request": {**JOB["request"], "params": {"seed": 2 ** 70}}}
+    assert run_message("resp_1", beyond_64_bits) == b"resp_1"
