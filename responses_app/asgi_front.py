@@ -265,6 +265,8 @@ def _reply_for(exc: Exception) -> relay.Reply:
     if api_error is None:
         log.exception("unhandled error on a streaming path")
         api_error = ServerError("The server had an error while processing your request.")
+    elif api_error.status == 503:  # an outage, or an overload: say which
+        log.warning("answered 503 (%s): %r", api_error.message, exc)
     headers = dict(api_error.headers)
     if api_error.status == 401:
         headers["WWW-Authenticate"] = "Bearer"

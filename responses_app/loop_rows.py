@@ -1,21 +1,24 @@
-"""The two row statements on the way to a response's first event, sent from an event loop:
-the web's INSERT of a new response and the worker's claim of a run sent with its job.
+"""A response row's hot statements, sent from an event loop: the web's INSERT of a new
+response, and a run's claim (when sent with its job) and result.
 
 On Postgres they go through psycopg's async connections, a small pool per event loop, so
-neither waits for a database thread (a hop to a thread and back costs milliseconds on a
-busy process, each way). Elsewhere (SQLite, the embedded mode) they run through Django's
-connection on a database thread, given as `on_thread`. The statements are the ones the
-ORM path uses (response_rows, worker.result_store).
+none waits for a database thread (a hop to a thread and back costs milliseconds on a
+busy process, each way, and wakes a thread). Elsewhere (SQLite, the embedded mode), and
+for a result that is more than one statement (store=false, a conversation's turn), they
+run through Django's connection on a database thread, given as `on_thread`. The
+statements are the ones that path uses (response_rows, worker.result_store).
 """
 import asyncio
 import itertools
 import time
+from datetime import datetime, timezone
 from functools import lru_cache
 
 from django.db import connection
 
 from .models import ResponseStatus
-from .response_rows import CLAIM_ID_SQL, INSERT_SQL, STATUS_SQL, claim_retry_delay, insert_params
+from .response_rows import (CLAIM_ID_SQL, INSERT_SQL, STATUS_SQL, STORE_RESULT_WITH_USAGE_SQL,
+                            claim_retry_delay, insert_params, result_with_usage_params)
 
 POOL_MAX_SIZE = 8
 POOL_TIMEOUT_SECONDS = 10.0
@@ -52,6 +55,20 @@ async def claim(response_id: str, worker: str, on_thread) -> bool:
         if delay is None:
             return False
         await asyncio.sleep(delay)
+
+
+async def store_result(job, resource: dict, on_thread) -> bool:
+    """Store a run's result (see worker.result_store.store_result); whether the run still
+    owned the response."""
+    if not (_on_postgres() and job.store and not job.conversation_id):
+        from .worker.result_store import store_result as store_on_thread
+
+        return await on_thread(store_on_thread, job, resource)
+    completed_at = datetime.now(timezone.utc) if resource.get("completed_at") else None
+    async with (await _pool()).connection() as conn:
+        cursor = await conn.execute(STORE_RESULT_WITH_USAGE_SQL, result_with_usage_params(
+            job.response_id, resource, completed_at, job.context.get("api_key_id")))
+        return (await cursor.fetchone())[0] == 1
 
 
 @lru_cache(maxsize=1)

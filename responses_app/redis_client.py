@@ -21,6 +21,10 @@ def async_redis():
 
 @lru_cache(maxsize=None)
 def _async_client_for(loop):
+    """Callers wait for a free connection rather than fail: a burst of new responses sends
+    hundreds of runs at once."""
     import redis.asyncio as aioredis
 
-    return aioredis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=5)
+    pool = aioredis.BlockingConnectionPool.from_url(
+        settings.REDIS_URL, max_connections=64, timeout=20, socket_connect_timeout=5)
+    return aioredis.Redis(connection_pool=pool)

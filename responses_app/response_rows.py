@@ -104,10 +104,16 @@ def store_result_with_usage(response_id: str, resource: dict, completed_at: date
     """`store_result` and `accounting.usage.record_response_usage` in one statement
     (Postgres only): atomic without a transaction block, one round trip instead of five."""
     with connection.cursor() as cursor:
-        cursor.execute(STORE_RESULT_WITH_USAGE_SQL, {
-            **_result_params(response_id, resource, completed_at),
-            "api_key_id": api_key_id, **token_counts(resource)})
+        cursor.execute(STORE_RESULT_WITH_USAGE_SQL, result_with_usage_params(
+            response_id, resource, completed_at, api_key_id))
         return cursor.fetchone()[0] == 1
+
+
+def result_with_usage_params(response_id: str, resource: dict, completed_at: datetime | None,
+                             api_key_id: int | None) -> dict:
+    """STORE_RESULT_WITH_USAGE_SQL's parameters."""
+    return {**_result_params(response_id, resource, completed_at), "api_key_id": api_key_id,
+            **token_counts(resource)}
 
 
 def _result_params(response_id: str, resource: dict, completed_at: datetime | None) -> dict:

@@ -350,11 +350,14 @@ def test_postgres_unavailable_gives_503s_and_the_service_recovers(durable, api):
     answers = []
 
     def recovered():
+        # creating (the event loop's connections) and reading (Django's) both work again
         answers.append(api.post("/responses", json={"model": "fake-text", "input": "back"}))
+        if answers[-1].status_code == 200:
+            answers.append(api.get(f"/responses/{kept['id']}"))
         return answers[-1].status_code == 200
 
     try:
-        # the connection pool retries with a backoff: recovery takes seconds, not a restart
+        # the connection pools retry with a backoff: recovery takes seconds, not a restart
         wait_for(recovered, "the service to recover", timeout=90, every=0.5)
     except AssertionError:
         raise AssertionError(f"still failing: {answers[-1].status_code} {answers[-1].text}")

@@ -1,11 +1,12 @@
 """One run: claim the response, stream the upstream through the translator onto the bus,
 store the result, then publish the terminal event.
 
-A run is a coroutine on the process's run loop (`run_response`); its database work goes
-to the loop's database threads in two hops (claim, then store and settle), so no thread
-waits while it streams. A run sent with its job (see dispatch.py) claims from the loop
-(loop_rows.py) and does not wait for its claim to call the upstream: the claim is
-confirmed meanwhile, and the run publishes and stores nothing before it is (a run that
+A run is a coroutine on the process's run loop (`run_response`), so no thread waits while
+it streams. Its result is stored from the loop (loop_rows.py, one statement on Postgres);
+other database work (a claim reading the job and its history, an MCP plan) goes to the
+loop's database threads, one hop each way. A run sent with its job (see dispatch.py)
+claims from the loop too, and does not wait for its claim to call the upstream: the claim
+is confirmed meanwhile, and the run publishes and stores nothing before it is (a run that
 does not get it closes its upstream call at once and leaves no trace). `execute_run` is the sync entry (the Celery task, the embedded
 dispatcher). A run that can be cancelled (background, or store=false whose client left)
 watches for a cancel request: its upstream call stops, what was produced is stored as
@@ -139,7 +140,7 @@ async def run_response(response_id: str, job_columns: dict | None = None) -> Non
         unclaimed = run.generated is not None and run.generated.unclaimed
         if not run.settled and not unclaimed:
             # it ended without reaching the store path (fenced, crashed)
-            await blocking(run.ended)
+            await _ended(run)
 
 
 def _claim(response_id: str):
@@ -157,7 +158,7 @@ async def _run_claimed(job, run: ObservedRun, route: Route, mcp_plan,
         generated = run.generated = await _generate(job, route, mcp_plan, claim)
     finally:
         if job.cancellable:
-            await blocking(cancellation().forget, response_id)
+            cancellation().forget(response_id)
     writer = generated.writer
     if claim is not None and not await claim.owned():
         generated.unclaimed = True
@@ -172,7 +173,7 @@ async def _run_claimed(job, run: ObservedRun, route: Route, mcp_plan,
         rejected = generated.rejected
         await writer.append(error_entry(rejected.status, rejected.body, rejected.headers))
         return
-    if not await blocking(_store, job, run, generated):
+    if not await _store(job, run, generated):
         # the watchdog failed it meanwhile and ended its stream
         log.warning("run %s ended after it was given up; its result is dropped", response_id)
         return
@@ -188,12 +189,12 @@ def _discard(job, run: ObservedRun) -> None:
     run.ended()
 
 
-def _store(job, run: ObservedRun, generated: Generated) -> bool:
-    """Store the result and settle the run (database thread), before the terminal event
-    is published: a follow-up finds the response and its slot free. False if the run no
-    longer owns the response."""
+async def _store(job, run: ObservedRun, generated: Generated) -> bool:
+    """Store the result and settle the run, before the terminal event is published: a
+    follow-up finds the response and its slot free. False if the run no longer owns the
+    response."""
     try:
-        stored = result_store.store_result(job, generated.resource)
+        stored = await loop_rows.store_result(job, generated.resource, blocking)
     except Exception:
         log.exception("storing %s failed", job.response_id)
         stored = True
@@ -203,8 +204,17 @@ def _store(job, run: ObservedRun, generated: Generated) -> bool:
         closing = [e for e in generated.closing if e["type"] not in TERMINAL_EVENTS]
         generated.closing = closing + [{"type": "response.failed",
                                         "response": generated.resource}]
-    run.ended()
+    await _ended(run)
     return stored
+
+
+async def _ended(run: ObservedRun) -> None:
+    """Settle the run and record it: on the loop, unless its admission is settled with the
+    limiter (a blocking Redis call)."""
+    if run.job.context.get("limited"):
+        await blocking(run.ended)
+    else:
+        run.ended()
 
 
 def _retry_policy() -> RetryPolicy:
