@@ -361,9 +361,14 @@ def _ms(seconds: float | None) -> float | None:
 
 
 async def run_load(target: Target, concurrency: int, total: int, *, max_seconds: float = 120.0,
-                   request_timeout: float = 60.0, keep_bodies: bool = False) -> Run:
+                   request_timeout: float = 60.0, keep_bodies: bool = False,
+                   ramp_seconds: float = 0.0) -> Run:
     """`concurrency` workers issue requests back to back until `total` were issued or
-    `max_seconds` passed; a request in flight at the cap times out. Verifies afterwards."""
+    `max_seconds` passed; a request in flight at the cap times out. Verifies afterwards.
+
+    With `ramp_seconds`, worker i starts i/concurrency of it late: the workers' requests are
+    spread over time from the start, as independent clients' are, rather than all sent at
+    one instant and kept in step."""
     clock = time.perf_counter
     results: list[Result] = []
     issued = 0
@@ -371,8 +376,9 @@ async def run_load(target: Target, concurrency: int, total: int, *, max_seconds:
     deadline = start + max_seconds
     cpu0 = time.process_time()
 
-    async def worker() -> None:
+    async def worker(index: int) -> None:
         nonlocal issued
+        await asyncio.sleep(ramp_seconds * index / concurrency)
         while issued < total:
             left = deadline - clock()
             if left <= 0:
@@ -380,7 +386,7 @@ async def run_load(target: Target, concurrency: int, total: int, *, max_seconds:
             issued += 1
             results.append(await fetch(target, min(request_timeout, left)))
 
-    await asyncio.gather(*(worker() for _ in range(min(concurrency, total))))
+    await asyncio.gather(*(worker(index) for index in range(min(concurrency, total))))
     client_cpu = time.process_time() - cpu0
     wall = clock() - start
     verify(target, results, keep_bodies)

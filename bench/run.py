@@ -279,7 +279,8 @@ def check_alive(processes: dict) -> None:
 
 async def measure(target: Target, concurrency: int, total: int, meter: Meter | None,
                   label: str, processes: dict, max_seconds: float = CELL_MAX_SECONDS,
-                  request_timeout: float = REQUEST_TIMEOUT, warmup: bool = True) -> dict:
+                  request_timeout: float = REQUEST_TIMEOUT, warmup: bool = True,
+                  ramp_seconds: float = 0.0) -> dict:
     check_alive(processes)
     if warmup:
         count = min(concurrency, 10)
@@ -288,7 +289,8 @@ async def measure(target: Target, concurrency: int, total: int, meter: Meter | N
     log(f"{label}: {total} requests at concurrency {concurrency} ...")
     before = meter.sample() if meter else None
     load = asyncio.ensure_future(run_load(target, concurrency, total, max_seconds=max_seconds,
-                                          request_timeout=request_timeout))
+                                          request_timeout=request_timeout,
+                                          ramp_seconds=ramp_seconds))
     while not load.done():  # a dead web or worker would leave every request hanging: stop early
         await asyncio.wait([load], timeout=0.5)
         if not load.done():
@@ -327,7 +329,8 @@ async def measure(target: Target, concurrency: int, total: int, meter: Meter | N
 
 
 async def run_matrix(upstream_url: str, gateway_url: str, api_key: str, meter: Meter,
-                     matrix: list, streams: int, processes: dict, report: dict) -> None:
+                     matrix: list, streams: int, processes: dict, report: dict,
+                     lockstep: bool = False) -> None:
     """Fill `report["cells"]` and `report["streams_check"]` as the cells complete, so a
     run that stops half-way still has the cells it finished."""
     log("waiting for the gateway and its worker to serve a stream ...")
@@ -337,11 +340,15 @@ async def run_matrix(upstream_url: str, gateway_url: str, api_key: str, meter: M
     for pacing, concurrency, total in matrix:
         model = f"bench-{N_CHUNKS}-{pacing}"
         cell = {"pacing_ms": pacing, "concurrency": concurrency, "total": total, "model": model}
+        # clients start spread over one response's time, as independent clients are (not
+        # all at one instant, then in lockstep), unless --lockstep
+        ramp = 0.0 if lockstep else N_CHUNKS * pacing / 1000
         for mode, base, key in (("direct", upstream_url, None), ("gateway", gateway_url, api_key)):
             target = Target.make(mode, base, model, N_CHUNKS, key)
             try:
                 cell[mode] = await measure(target, concurrency, total, meter,
-                                           f"pacing={pacing}ms c={concurrency} {mode}", processes)
+                                           f"pacing={pacing}ms c={concurrency} {mode}", processes,
+                                           ramp_seconds=ramp)
             except BaseException as exc:
                 if isinstance(exc, Aborted) and len(exc.args) > 1:
                     cell[mode] = exc.args[1]
@@ -384,7 +391,9 @@ def render(report: dict) -> str:
         f"# Gateway benchmark ({'quick' if meta['quick'] else 'full'})", "",
         f"{meta['date']} · commit {meta['commit']} · {meta['cpus']} CPUs · {meta['python']} · "
         f"{N_CHUNKS} text chunks per response · {report['meta'].get('workers', 1)} worker process(es) × --concurrency {WORKER_CONCURRENCY} · "
-        f"gateway body framing: {', '.join(meta.get('gateway_framing') or ['?'])}", "",
+        f"gateway body framing: {', '.join(meta.get('gateway_framing') or ['?'])} · "
+        + ("clients start in lockstep" if meta.get("lockstep")
+           else "clients' starts spread over one response (N × pacing)"), "",
     ]
     if meta.get("aborted"):
         lines += [f"**ABORTED**: {meta['aborted']} — the cells below are the ones that ran.", ""]
@@ -493,6 +502,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--streams", type=int, default=None,
                         help=f"concurrent streams of the final check (default {FULL_STREAMS}, "
                              f"--quick {QUICK_STREAMS}; 0 skips it)")
+    parser.add_argument("--lockstep", action="store_true",
+                        help="start every client of a cell at the same instant (by default their "
+                             "starts are spread over one response's time, as independent "
+                             "clients' are)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "latest.md"),
                         help="markdown report path; the JSON goes next to it (.json)")
     args = parser.parse_args(argv)
@@ -518,7 +531,8 @@ def main(argv: list[str] | None = None) -> int:
     report: dict = {"meta": {"date": datetime.datetime.now().isoformat(timespec="seconds"),
                              "commit": _git_commit(), "quick": args.quick, "cpus": os.cpu_count(),
                              "python": platform.python_version(), "chunks": N_CHUNKS,
-                             "worker_concurrency": WORKER_CONCURRENCY, "workers": args.workers}}
+                             "worker_concurrency": WORKER_CONCURRENCY, "workers": args.workers,
+                             "lockstep": args.lockstep}}
     try:
         log(f"starting fake upstream (logs in {logdir}) ...")
         upstream.start()
@@ -540,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
         processes = {"web": deployment.web, "upstream": upstream.process,
                      **{f"worker{n + 1}": w for n, w in enumerate(deployment.workers)}}
         asyncio.run(run_matrix(upstream.base_url, deployment.base_url, api_key, meter,
-                               matrix, streams, processes, report))
+                               matrix, streams, processes, report, args.lockstep))
         check = report.get("streams_check")
         return 0 if check is None or check["passed"] else 1
     except KeyboardInterrupt:
