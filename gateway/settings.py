@@ -205,8 +205,11 @@ EMBEDDED_WORKER_THREADS = env.int("EMBEDDED_WORKER_THREADS", default=32)
 GC_GEN0_THRESHOLD = env.int("GC_GEN0_THRESHOLD", default=50_000)
 # Threads the web process uses for database work on the streaming path.
 WEB_DB_THREADS = env.int("WEB_DB_THREADS", default=8)
-# Threads a worker process's runs hand their database work to (claim, store).
+# Threads a worker process's runs hand the rest of their database work to (see README).
 WORKER_DB_THREADS = env.int("WORKER_DB_THREADS", default=8)
+# Postgres connections of each event loop (a web process's, a worker's run loop) for the
+# statements sent from the loop: a response's INSERT, a run's claim and its result.
+DATABASE_LOOP_POOL_SIZE = env.int("DATABASE_LOOP_POOL_SIZE", default=8)
 
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -14,14 +14,14 @@ import time
 from datetime import datetime, timezone
 from functools import lru_cache
 
+from django.conf import settings
 from django.db import connection
 
 from .models import ResponseStatus
-from .response_rows import (CLAIM_ID_SQL, INSERT_SQL, STATUS_SQL, STORE_RESULT_WITH_USAGE_SQL,
+from .response_rows import (CLAIM_OR_STATUS_SQL, INSERT_SQL, STORE_RESULT_WITH_USAGE_SQL,
                             claim_retry_delay, insert_params, result_with_usage_params)
 
-POOL_MAX_SIZE = 8
-POOL_TIMEOUT_SECONDS = 10.0
+POOL_TIMEOUT_SECONDS = 10.0  # as Django's pool (gateway/settings.py)
 
 _pools: dict = {}  # event loop -> psycopg_pool.AsyncConnectionPool
 
@@ -46,12 +46,13 @@ async def claim(response_id: str, worker: str, on_thread) -> bool:
     started = time.monotonic()
     for attempt in itertools.count():
         async with (await _pool()).connection() as conn:
-            cursor = await conn.execute(CLAIM_ID_SQL, [
-                ResponseStatus.IN_PROGRESS, worker, response_id, ResponseStatus.QUEUED])
-            if await cursor.fetchone() is not None:
-                return True
-            row = await (await conn.execute(STATUS_SQL, [response_id])).fetchone()
-        delay = claim_retry_delay(attempt, started, row[0] if row else None)
+            cursor = await conn.execute(CLAIM_OR_STATUS_SQL, [
+                ResponseStatus.IN_PROGRESS, worker, response_id, ResponseStatus.QUEUED,
+                response_id])
+            claimed, status = await cursor.fetchone()
+        if claimed:
+            return True
+        delay = claim_retry_delay(attempt, started, status)
         if delay is None:
             return False
         await asyncio.sleep(delay)
@@ -84,7 +85,8 @@ async def _pool():
         from psycopg_pool import AsyncConnectionPool
 
         pool = _pools[loop] = AsyncConnectionPool(
-            _conninfo(), min_size=1, max_size=POOL_MAX_SIZE, timeout=POOL_TIMEOUT_SECONDS,
+            _conninfo(), min_size=1, max_size=settings.DATABASE_LOOP_POOL_SIZE,
+            timeout=POOL_TIMEOUT_SECONDS,
             open=False, name="loop-rows", kwargs={
                 "autocommit": True,
                 # as Django's connections: no server-side prepared statements unless asked

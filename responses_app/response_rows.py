@@ -33,6 +33,13 @@ RETURNING {columns}
 """
 CLAIM_ID_SQL = CLAIM_SQL.format(table=TABLE, columns="id")
 STATUS_SQL = f"SELECT status FROM {TABLE} WHERE id = %s"
+# Postgres: a claim and, when it finds no queued row, the row's status (its snapshot from
+# before the UPDATE), in one round trip: (1, 'queued') claimed; (0, status) not; (0, NULL)
+# no row yet.
+CLAIM_OR_STATUS_SQL = f"""
+WITH claimed AS ({CLAIM_ID_SQL})
+SELECT (SELECT count(*) FROM claimed), (SELECT status FROM {TABLE} WHERE id = %s)
+"""
 # A claim can come before the row it claims: the web writes the row and sends the run at
 # the same time. It looks again, for up to this long, while there is no row at all.
 CLAIM_WAIT_SECONDS = 5.0
