@@ -49,14 +49,15 @@ def parse_run_message(message: bytes) -> tuple[str, dict | None]:
     return message.decode(), None
 
 
-def dispatch_run(response_id: str, job: dict | None = None) -> None:
-    """Start a run, from a sync caller (the watchdog sending a queued run again)."""
+def dispatch_run(response_id: str) -> None:
+    """Start a run that reads its job with its claim, from a sync caller (the watchdog
+    sending a queued run again)."""
     if settings.EMBEDDED:
-        _embedded_pool().submit(_run_embedded, response_id, job)
+        _embedded_pool().submit(_run_embedded, response_id, None)
     else:
         from .redis_client import sync_redis
 
-        sync_redis().lpush(RUN_QUEUE_KEY, run_message(response_id, job))
+        sync_redis().lpush(RUN_QUEUE_KEY, run_message(response_id))
 
 
 async def send_run(response_id: str, job: dict | None = None) -> None:

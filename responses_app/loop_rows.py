@@ -11,7 +11,6 @@ statements are the ones that path uses (response_rows, worker.result_store).
 import asyncio
 import itertools
 import time
-from datetime import datetime, timezone
 from functools import lru_cache
 
 from django.conf import settings
@@ -19,9 +18,13 @@ from django.db import connection
 
 from .models import ResponseStatus
 from .response_rows import (CLAIM_OR_STATUS_SQL, INSERT_SQL, STORE_RESULT_WITH_USAGE_SQL,
-                            claim_retry_delay, insert_params, result_with_usage_params)
+                            claim_retry_delay, completed_at_of, insert_params,
+                            result_with_usage_params)
 
 POOL_TIMEOUT_SECONDS = 10.0  # as Django's pool (gateway/settings.py)
+# OPTIONS of Django's Postgres backend that are not libpq connection parameters.
+DJANGO_ONLY_OPTIONS = {"pool", "server_side_binding", "isolation_level", "assume_role",
+                       "cursor_factory", "context", "prepare_threshold"}
 
 _pools: dict = {}  # event loop -> psycopg_pool.AsyncConnectionPool
 
@@ -59,16 +62,16 @@ async def claim(response_id: str, worker: str, on_thread) -> bool:
 
 
 async def store_result(job, resource: dict, on_thread) -> bool:
-    """Store a run's result (see worker.result_store.store_result); whether the run still
-    owned the response."""
+    """Store a run's result: a stored response outside a conversation on Postgres (the
+    common case) with its usage in one statement, anything else through
+    worker.result_store.store_result. Whether the run still owned the response."""
     if not (_on_postgres() and job.store and not job.conversation_id):
         from .worker.result_store import store_result as store_on_thread
 
         return await on_thread(store_on_thread, job, resource)
-    completed_at = datetime.now(timezone.utc) if resource.get("completed_at") else None
     async with (await _pool()).connection() as conn:
         cursor = await conn.execute(STORE_RESULT_WITH_USAGE_SQL, result_with_usage_params(
-            job.response_id, resource, completed_at, job.context.get("api_key_id")))
+            job.response_id, resource, completed_at_of(resource), job.context.get("api_key_id")))
         return (await cursor.fetchone())[0] == 1
 
 
@@ -116,8 +119,3 @@ def _conninfo() -> str:
                          host=database.get("HOST") or None,
                          port=str(database["PORT"]) if database.get("PORT") else None,
                          **options)
-
-
-# OPTIONS of Django's Postgres backend that are not libpq connection parameters.
-DJANGO_ONLY_OPTIONS = {"pool", "server_side_binding", "isolation_level", "assume_role",
-                       "cursor_factory", "context", "prepare_threshold"}

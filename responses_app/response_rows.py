@@ -8,7 +8,7 @@ orjson does the same for a fraction (Postgres and SQLite alike).
 """
 import json
 import time
-from datetime import datetime
+from datetime import datetime, timezone
 
 import orjson
 from django.db import connection
@@ -53,7 +53,9 @@ UPDATE {TABLE} SET status = %(status)s, resource = %(resource)s,
 WHERE id = %(id)s AND status = %(owned_status)s
 """
 
-# Postgres: the same conditional UPDATE and the usage writes, one atomic statement.
+# Postgres: the same conditional UPDATE and the usage writes (accounting.usage's
+# record_response_usage), one statement: atomic without a transaction block, one round
+# trip instead of five.
 STORE_RESULT_WITH_USAGE_SQL = f"""
 WITH stored AS ({STORE_RESULT_SQL} RETURNING id, tenant_id, model, status),
 {USAGE_AFTER_STORE_CTES}
@@ -71,6 +73,12 @@ def claim_retry_delay(attempt: int, started: float, status: str | None) -> float
     if status == ResponseStatus.QUEUED:
         return 0.0  # written just after the claim looked
     return None  # another run has it, or it was cancelled
+
+
+def completed_at_of(resource: dict) -> datetime | None:
+    """When a finished response was stored, precisely (its object's `completed_at` is in
+    whole seconds); None if it did not complete."""
+    return datetime.now(timezone.utc) if resource.get("completed_at") else None
 
 
 def json_text(value) -> str:
@@ -104,16 +112,6 @@ def store_result(response_id: str, resource: dict, completed_at: datetime | None
     with connection.cursor() as cursor:
         cursor.execute(STORE_RESULT_SQL, _result_params(response_id, resource, completed_at))
         return cursor.rowcount == 1
-
-
-def store_result_with_usage(response_id: str, resource: dict, completed_at: datetime | None,
-                            api_key_id: int | None) -> bool:
-    """`store_result` and `accounting.usage.record_response_usage` in one statement
-    (Postgres only): atomic without a transaction block, one round trip instead of five."""
-    with connection.cursor() as cursor:
-        cursor.execute(STORE_RESULT_WITH_USAGE_SQL, result_with_usage_params(
-            response_id, resource, completed_at, api_key_id))
-        return cursor.fetchone()[0] == 1
 
 
 def result_with_usage_params(response_id: str, resource: dict, completed_at: datetime | None,

@@ -9,7 +9,6 @@ event is published: a follow-up request made the instant it arrives finds it.
 import itertools
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 
 import orjson
 from django.conf import settings
@@ -120,14 +119,10 @@ def _json(value):
 
 def store_result(job: RunJob, resource: dict) -> bool:
     """Commit the finished response (or forget it, for store=false), its usage and its
-    conversation turn, atomically: on Postgres a stored response outside a conversation
-    (the common case) is one statement, anything else one transaction. False when the run
-    no longer owns the row: the watchdog gave it up, so its result must be neither stored
-    nor published."""
-    if job.store and not job.conversation_id and connection.vendor == "postgresql":
-        # the common case, as one statement (the response row, its usage, the daily sum)
-        return response_rows.store_result_with_usage(
-            job.response_id, resource, _completed_at(resource), job.context.get("api_key_id"))
+    conversation turn, atomically, in one transaction (the common case, a stored response
+    outside a conversation on Postgres, is one statement from the run loop instead:
+    loop_rows.store_result). False when the run no longer owns the row: the watchdog gave
+    it up, so its result must be neither stored nor published."""
     with transaction.atomic():
         won = _store(job, resource)
         if won:
@@ -144,12 +139,8 @@ def _store(job: RunJob, resource: dict) -> bool:
                                               status=ResponseStatus.IN_PROGRESS)
         deleted, _ = owned.delete()
         return bool(deleted)
-    return response_rows.store_result(job.response_id, resource, _completed_at(resource))
-
-
-def _completed_at(resource: dict) -> datetime | None:
-    """The precise time (the response object's `completed_at` is in whole seconds)."""
-    return datetime.now(timezone.utc) if resource.get("completed_at") else None
+    return response_rows.store_result(job.response_id, resource,
+                                      response_rows.completed_at_of(resource))
 
 
 def append_to_conversation(job: RunJob, resource: dict) -> None:
