@@ -1,13 +1,15 @@
 """Settings, read only from the environment (see the README's configuration table).
 
-With no DATABASE_URL and no REDIS_URL the gateway runs embedded: SQLite, an in-process
-worker and an in-process event bus. With both set it runs the production path: Postgres,
-Celery workers and Redis Streams.
+With no DATABASE_URL the database is an embedded PostgreSQL under var/
+(gateway.embedded_postgres); with no REDIS_URL the worker and the event bus run in-process
+(EMBEDDED). With both set it runs the production path: Postgres, Celery workers and Redis
+Streams.
 """
 from pathlib import Path
 
 import environ
 
+from gateway import embedded_postgres
 from observability.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -70,32 +72,20 @@ TEMPLATES = [
     },
 ]
 
-# --- database: Postgres when DATABASE_URL is set, else SQLite under var/ -------------------
+# --- database: Postgres at DATABASE_URL, else the embedded PostgreSQL under var/ ------------
 DATABASE_URL = env.str("DATABASE_URL", default="")
+EMBEDDED_PGDATA = Path(env.str("EMBEDDED_PGDATA", default=str(VAR_DIR / "pgdata")))
 if DATABASE_URL:
     DATABASES = {"default": env.db_url_config(DATABASE_URL)}
-    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-        # A pool, not persistent connections: ASGI requests and worker threads come and go.
-        DATABASES["default"]["CONN_MAX_AGE"] = 0
-        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-            "min_size": 2,
-            "max_size": env.int("DATABASE_POOL_SIZE", default=20),
-            "timeout": 10,
-        }
 else:
-    SQLITE_PATH = Path(env.str("SQLITE_PATH", default=str(VAR_DIR / "gateway.sqlite3")))
-    SQLITE_PATH.parent.mkdir(parents=True, exist_ok=True)
-    DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": SQLITE_PATH,
-            "OPTIONS": {
-                "timeout": 20,
-                "transaction_mode": "IMMEDIATE",
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-            },
-        }
-    }
+    DATABASES = {"default": embedded_postgres.database_settings(EMBEDDED_PGDATA)}
+# A pool, not persistent connections: ASGI requests and worker threads come and go.
+DATABASES["default"]["CONN_MAX_AGE"] = 0
+DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+    "min_size": 2,
+    "max_size": env.int("DATABASE_POOL_SIZE", default=20),
+    "timeout": 10,
+}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

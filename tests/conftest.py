@@ -1,5 +1,5 @@
 """Shared fixtures: the fake upstream, and real gateway deployments (production path on
-Postgres + Redis + Celery + Daphne, and the embedded path on SQLite, in-process).
+Postgres + Redis + Celery + Daphne, and the embedded path: no Redis, in-process).
 
 Nothing here skips: when Postgres, Redis or a worker is missing, the tests fail."""
 import os
@@ -62,6 +62,15 @@ def production_deployment(upstream, tmp_path_factory, name: str, redis_db: int,
     finally:
         deployment.stop()
         drop_postgres_database(database_name)
+
+
+@pytest.fixture
+def embedded_database_url():
+    """A fresh database on the test Postgres for a deployment without Redis (the in-process
+    worker and bus); tests/test_e2e_embedded.py runs one on the embedded PostgreSQL itself."""
+    database_name = f"gateway_embedded_{os.getpid()}"
+    yield fresh_postgres_database(database_name)
+    drop_postgres_database(database_name)
 
 
 @pytest.fixture(scope="session")

@@ -60,6 +60,15 @@ def drop_postgres_database(name: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def assert_embedded_postgres_stopped(pgdata: Path) -> None:
+    """Fail (after stopping it) if the embedded PostgreSQL on `pgdata` still runs."""
+    pid_file = pgdata / "postmaster.pid"
+    if pid_file.exists():
+        pid = int(pid_file.read_text().split()[0])
+        os.kill(pid, signal.SIGINT)  # PostgreSQL's fast shutdown
+        raise AssertionError(f"the embedded PostgreSQL on {pgdata} still ran (pid {pid})")
+
+
 class Deployment:
     """One gateway deployment: its environment, `manage.py` commands, web and worker."""
 

@@ -1,10 +1,11 @@
-"""The embedded default: no DATABASE_URL, no REDIS_URL — SQLite, an in-process worker and
-an in-process bus, through the same code path (one Daphne process, nothing else)."""
+"""The embedded default, as `make run` serves it: no DATABASE_URL, no REDIS_URL — the embedded
+PostgreSQL (its data directory in the test's tmp dir instead of var/), an in-process worker
+and an in-process bus, through the same code path (one Daphne process, nothing else)."""
 import httpx
 import pytest
 
 from tests.oracles import check_sse_stream
-from tests.servers import Deployment
+from tests.servers import Deployment, assert_embedded_postgres_stopped
 from tests.upstream_scenarios import SCENARIOS, text_of
 
 
@@ -12,7 +13,7 @@ from tests.upstream_scenarios import SCENARIOS, text_of
 def embedded(upstream, tmp_path_factory):
     workdir = tmp_path_factory.mktemp("embedded")
     deployment = Deployment(workdir, {
-        "SQLITE_PATH": str(workdir / "gateway.sqlite3"),
+        "EMBEDDED_PGDATA": str(workdir / "pgdata"),
         "UPSTREAM_BASE_URL": upstream.base_url,
     }, worker=False)
     deployment.manage("migrate", "-v0")
@@ -22,6 +23,8 @@ def embedded(upstream, tmp_path_factory):
                       headers={"Authorization": f"Bearer {key}"}) as client:
         yield client
     deployment.stop()
+    # the last process using the embedded server stopped it on its way out
+    assert_embedded_postgres_stopped(workdir / "pgdata")
 
 
 def test_embedded_streams_stores_and_chains(embedded, clean_upstream):

@@ -290,10 +290,11 @@ def test_a_registered_server_is_named_by_label_and_its_credentials_stay_hidden(
         "MCP tool 'nope' has no 'server_url' and no server is registered under that label.")
 
 
-def test_embedded_mode_runs_mcp_tools_the_same_way(upstream, tmp_path_factory, demo):
+def test_embedded_mode_runs_mcp_tools_the_same_way(upstream, tmp_path_factory, demo,
+                                                   embedded_database_url):
     workdir = tmp_path_factory.mktemp("embedded-mcp")
     deployment = Deployment(workdir, {
-        "SQLITE_PATH": str(workdir / "gateway.sqlite3"), "UPSTREAM_BASE_URL": upstream.base_url,
+        "DATABASE_URL": embedded_database_url, "UPSTREAM_BASE_URL": upstream.base_url,
         "MCP_EGRESS_ALLOWLIST": "127.0.0.1/32"}, worker=False)
     deployment.manage("migrate", "-v0")
     key = deployment.new_api_key("solo")

@@ -175,10 +175,11 @@ def test_readyz_goes_red_without_redis_and_green_again(stack, api):
     assert statuses[-1] == 200 and set(statuses[:-1]) <= {503}
 
 
-def test_the_embedded_mode_limits_and_reports_without_redis(upstream, tmp_path_factory):
+def test_the_embedded_mode_limits_and_reports_without_redis(upstream, tmp_path_factory,
+                                                            embedded_database_url):
     workdir = tmp_path_factory.mktemp("embedded-ops")
     deployment = Deployment(workdir, {
-        "SQLITE_PATH": str(workdir / "gateway.sqlite3"), "UPSTREAM_BASE_URL": upstream.base_url,
+        "DATABASE_URL": embedded_database_url, "UPSTREAM_BASE_URL": upstream.base_url,
         "TENANT_REQUESTS_PER_MINUTE": "2", "LOG_LEVEL": "WARNING",
     }, worker=False)
     deployment.manage("migrate", "-v0")
