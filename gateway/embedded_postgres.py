@@ -8,6 +8,7 @@ the processes using it and stops the server when the last one exits, so the data
 restarts and nothing keeps running after `make run` ends. As root, pgserver runs the server
 as its own system user (`pgserver`), since PostgreSQL refuses to run as root.
 """
+import logging
 import warnings
 from pathlib import Path
 
@@ -18,6 +19,7 @@ def database_settings(pgdata: Path) -> dict:
         warnings.simplefilter("ignore")
         import pgserver
 
+    logging.getLogger("pgserver").setLevel(logging.WARNING)  # its INFO tells each command
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     server = pgserver.get_server(pgdata, cleanup_mode="stop")
     postmaster = server.get_postmaster_info()

@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import warnings
@@ -167,6 +168,8 @@ def provide_services(environ) -> list:
         cleanups.append(lambda: _stop(redis_process, signal.SIGTERM))
     if workdir is not None:
         cleanups.append(lambda: shutil.rmtree(workdir, ignore_errors=True))
+        print(f"test services in {workdir}: PostgreSQL {postgres_url}, Redis {redis_url}",
+              file=sys.stderr)
     environ.update(TEST_POSTGRES_URL=postgres_url, DATABASE_URL=database_url,
                    TEST_REDIS_URL=redis_url)
     return cleanups
