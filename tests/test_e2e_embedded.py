@@ -1,6 +1,10 @@
 """The embedded default, as `make run` serves it: no DATABASE_URL, no REDIS_URL — the embedded
-PostgreSQL (its data directory in the test's tmp dir instead of var/), an in-process worker
+PostgreSQL (its data directory in a temporary directory instead of var/), an in-process worker
 and an in-process bus, through the same code path (one Daphne process, nothing else)."""
+import shutil
+import tempfile
+from pathlib import Path
+
 import httpx
 import pytest
 
@@ -12,8 +16,12 @@ from tests.upstream_scenarios import SCENARIOS, text_of
 @pytest.fixture(scope="module")
 def embedded(upstream, tmp_path_factory):
     workdir = tmp_path_factory.mktemp("embedded")
+    # Not under pytest's basetemp: as root the server runs as the user `pgserver`, who must
+    # reach the data directory, and a pytest session starting beside this one (another
+    # checkout's) makes /tmp/pytest-of-root private again.
+    pgdata = Path(tempfile.mkdtemp(prefix="gateway-embedded-")) / "pgdata"
     deployment = Deployment(workdir, {
-        "EMBEDDED_PGDATA": str(workdir / "pgdata"),
+        "EMBEDDED_PGDATA": str(pgdata),
         "UPSTREAM_BASE_URL": upstream.base_url,
     }, worker=False)
     deployment.manage("migrate", "-v0")
@@ -24,7 +32,8 @@ def embedded(upstream, tmp_path_factory):
         yield client
     deployment.stop()
     # the last process using the embedded server stopped it on its way out
-    assert_embedded_postgres_stopped(workdir / "pgdata")
+    assert_embedded_postgres_stopped(pgdata)
+    shutil.rmtree(pgdata.parent)
 
 
 def test_embedded_streams_stores_and_chains(embedded, clean_upstream):
