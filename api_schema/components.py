@@ -1,14 +1,16 @@
 """The JSON schemas of what the /v1 API reads and writes, as OpenAPI components.
 
 They describe the shapes the code produces (responses_app.translation.resource, the
-selectors, errors.error_body) and accepts (responses_app.create_request); the schemathesis
-tests hold the server to them. Items are described by their common fields (`type`, `id`)
-and left open, as the OpenAI SDK's models are.
+selectors, errors.error_body) and accepts. What it accepts is derived from the validators' own
+descriptions: the create body from responses_app.create_body, input items and metadata (shared
+with conversations) from responses_app.input_items and create_params. The schemathesis tests
+hold the server to them. Items are described by their common fields (`type`, `id`) and left
+open, as the OpenAI SDK's models are.
 """
-
-
-def ref(name: str) -> dict:
-    return {"$ref": f"#/components/schemas/{name}"}
+from responses_app.create_body import create_body_schema
+from responses_app.create_fields import ref
+from responses_app.create_params import METADATA_SCHEMA
+from responses_app.input_items import INPUT_ITEM_SCHEMA
 
 
 def nullable(schema: dict) -> dict:
@@ -18,11 +20,6 @@ def nullable(schema: dict) -> dict:
 STRING = {"type": "string"}
 OBJECT = {"type": "object", "additionalProperties": True}
 NULLABLE_STRING = {"type": ["string", "null"]}
-
-METADATA = {
-    "type": "object", "maxProperties": 16, "propertyNames": {"maxLength": 64},
-    "additionalProperties": {"type": "string", "maxLength": 512},
-}
 
 ERROR = {
     "type": "object",
@@ -113,57 +110,7 @@ RESPONSE = {
     "properties": RESPONSE_PROPERTIES,
 }
 
-INCLUDABLE = ["message.output_text.logprobs", "reasoning.encrypted_content",
-              "message.input_image.image_url", "file_search_call.results",
-              "web_search_call.results", "web_search_call.action.sources",
-              "computer_call_output.output.image_url", "code_interpreter_call.outputs"]
-
-
-def _range(kind: str, low, high=None) -> dict:
-    schema = {"type": [kind, "null"], "minimum": low}
-    if high is not None:
-        schema["maximum"] = high
-    return schema
-
-
-CREATE_RESPONSE = {
-    "type": "object",
-    "description": "POST /v1/responses. Unknown fields are ignored; `conversation`, `prompt`, "
-                   "`background: true` and `mcp` tools are refused with a 400 for now.",
-    "required": ["model", "input"],
-    "additionalProperties": True,
-    "properties": {
-        "model": {"type": "string", "minLength": 1,
-                  "description": "Routed to an upstream by name or prefix (GET /v1/models)."},
-        "input": {"oneOf": [STRING, {"type": "array", "items": ref("Item")}]},
-        "instructions": NULLABLE_STRING,
-        "stream": {"type": ["boolean", "null"], "default": False},
-        "store": {"type": ["boolean", "null"], "default": True},
-        "background": {"type": ["boolean", "null"], "default": False},
-        "previous_response_id": NULLABLE_STRING,
-        "include": {"type": ["array", "null"], "items": {"enum": INCLUDABLE}},
-        "tools": {"type": ["array", "null"], "items": {
-            "type": "object", "required": ["type"], "additionalProperties": True,
-            "properties": {"type": STRING}}},
-        "tool_choice": {"oneOf": [{"enum": ["auto", "none", "required", None]}, OBJECT]},
-        "parallel_tool_calls": {"type": ["boolean", "null"]},
-        "temperature": _range("number", 0, 2),
-        "top_p": _range("number", 0, 1),
-        "presence_penalty": _range("number", -2, 2),
-        "frequency_penalty": _range("number", -2, 2),
-        "top_logprobs": _range("integer", 0, 20),
-        "max_output_tokens": _range("integer", 1),
-        "max_tool_calls": _range("integer", 1),
-        "text": nullable(OBJECT),
-        "reasoning": nullable(OBJECT),
-        "truncation": {"enum": ["auto", "disabled", None]},
-        "metadata": nullable(ref("Metadata")),
-        "user": NULLABLE_STRING,
-        "safety_identifier": NULLABLE_STRING,
-        "prompt_cache_key": NULLABLE_STRING,
-        "service_tier": NULLABLE_STRING,
-    },
-}
+CREATE_RESPONSE = create_body_schema()
 
 STREAM_EVENT = {
     "type": "object",
@@ -233,7 +180,7 @@ CONVERSATION_DELETED = {
 CREATE_CONVERSATION = {
     "type": "object",
     "properties": {
-        "items": {"type": ["array", "null"], "maxItems": 20, "items": ref("Item")},
+        "items": {"type": ["array", "null"], "maxItems": 20, "items": ref("InputItem")},
         "metadata": nullable(ref("Metadata")),
     },
 }
@@ -248,7 +195,7 @@ ADD_CONVERSATION_ITEMS = {
     "type": "object",
     "required": ["items"],
     "properties": {"items": {"type": "array", "minItems": 1, "maxItems": 20,
-                             "items": ref("Item")}},
+                             "items": ref("InputItem")}},
 }
 
 MODEL_LIST = {
@@ -296,8 +243,9 @@ USAGE_PAGE = {
 
 COMPONENTS = {
     "Error": ERROR,
-    "Metadata": METADATA,
+    "Metadata": METADATA_SCHEMA,
     "Item": ITEM,
+    "InputItem": INPUT_ITEM_SCHEMA,
     "Usage": USAGE,
     "Response": RESPONSE,
     "CreateResponseRequest": CREATE_RESPONSE,

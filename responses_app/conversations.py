@@ -1,7 +1,7 @@
 """The Conversations API on the request side: create, read, update and delete a tenant's
 conversations and their items, and the check a response created with `conversation` passes.
 
-Items are validated and normalized exactly like response input (create_request.py); the
+Items are validated and normalized exactly like response input (input_items.py); the
 item log itself (order, appends) is conversation_items.py, which the worker shares.
 """
 from datetime import datetime, timezone
@@ -9,9 +9,10 @@ from datetime import datetime, timezone
 from django.db import transaction
 
 from .conversation_items import append_items
-from .create_request import normalize_input, parse_metadata
+from .create_params import parse_metadata
 from .errors import InvalidRequest, NotFound
 from .ids import new_id
+from .input_items import normalize_input
 from .models import MAX_ITEM_ID_LENGTH, Conversation, ConversationItem, Tenant
 from .paging import PageParams, list_body
 

@@ -1,0 +1,171 @@
+"""The kinds of value a field of a request body takes, each its own validator and schema.
+
+A kind is the one place a field's type and limits are written: `parse(value, param)` returns
+the normalized value or raises the 400 `InvalidRequest`, and `schema()` is the JSON Schema the
+OpenAPI document shows for it, derived from the same limits. `Field` puts a kind under a name
+with its default; `null` always means "the default" for an optional field. The create body's
+table of fields is responses_app.create_body.
+"""
+import copy
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .errors import InvalidRequest
+
+
+def ref(name: str) -> dict:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def nullable(schema: dict) -> dict:
+    """The schema with null allowed as well (null: the field's default)."""
+    if isinstance(schema.get("type"), str):
+        return {**schema, "type": [schema["type"], "null"]}
+    if "enum" in schema and "type" not in schema:
+        return {**schema, "enum": [*schema["enum"], None]}
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def required_string(obj: dict, name: str, param: str) -> str:
+    """`obj[name]`, which must be a string (errors name `param.name`)."""
+    value = obj.get(name)
+    if not isinstance(value, str):
+        raise InvalidRequest(f"Missing or invalid '{param}.{name}': must be a string.",
+                             param=f"{param}.{name}", code="invalid_value")
+    return value
+
+
+@dataclass(frozen=True)
+class Boolean:
+    def parse(self, value, param):
+        if not isinstance(value, bool):
+            raise InvalidRequest(f"'{param}' must be a boolean.", param=param,
+                                 code="invalid_type")
+        return value
+
+    def schema(self) -> dict:
+        return {"type": "boolean"}
+
+
+@dataclass(frozen=True)
+class String:
+    def parse(self, value, param):
+        if not isinstance(value, str):
+            raise InvalidRequest(f"'{param}' must be a string.", param=param,
+                                 code="invalid_type")
+        return value
+
+    def schema(self) -> dict:
+        return {"type": "string"}
+
+
+@dataclass(frozen=True)
+class Number:
+    """A number from `low` to `high` (inclusive), returned as a float."""
+    low: float
+    high: float
+
+    def parse(self, value, param):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InvalidRequest(f"'{param}' must be a number.", param=param,
+                                 code="invalid_type")
+        if not self.low <= value <= self.high:
+            raise InvalidRequest(f"'{param}' must be between {self.low} and {self.high}.",
+                                 param=param, code="invalid_value")
+        return float(value)
+
+    def schema(self) -> dict:
+        return {"type": "number", "minimum": self.low, "maximum": self.high}
+
+
+@dataclass(frozen=True)
+class Integer:
+    """An integer of at least `low` (and at most `high`, if given)."""
+    low: int
+    high: int | None = None
+
+    def parse(self, value, param):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidRequest(f"'{param}' must be an integer.", param=param,
+                                 code="invalid_type")
+        if value < self.low or (self.high is not None and value > self.high):
+            bound = (f"at least {self.low}" if self.high is None
+                     else f"between {self.low} and {self.high}")
+            raise InvalidRequest(f"'{param}' must be {bound}.", param=param,
+                                 code="invalid_value")
+        return value
+
+    def schema(self) -> dict:
+        schema = {"type": "integer", "minimum": self.low}
+        if self.high is not None:
+            schema["maximum"] = self.high
+        return schema
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of a few strings."""
+    values: tuple[str, ...]
+
+    def parse(self, value, param):
+        if not isinstance(value, str) or value not in self.values:
+            raise InvalidRequest(f"'{param}' must be one of {sorted(self.values)}.",
+                                 param=param, code="invalid_value")
+        return value
+
+    def schema(self) -> dict:
+        return {"enum": list(self.values)}
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A parameter the gateway refuses with a 400 whenever it is set (not null)."""
+    message: str
+
+    def parse(self, value, param):
+        raise InvalidRequest(self.message, param=param, code="unsupported_parameter")
+
+    def schema(self) -> dict:
+        return {"type": "null", "description": self.message}
+
+
+@dataclass(frozen=True)
+class Custom:
+    """A structured value: its parser, and its schema written beside it from the same
+    constants (the parser's module keeps the two together)."""
+    parser: Callable[[Any, str], Any]
+    shape: dict
+
+    def parse(self, value, param):
+        return self.parser(value, param)
+
+    def schema(self) -> dict:
+        return self.shape
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    kind: Any
+    default: Any = None
+    required: bool = False
+    description: str | None = None
+
+    def parse(self, body: dict):
+        value = body.get(self.name)
+        if value is None:
+            if self.required:
+                raise InvalidRequest(f"Missing required parameter: '{self.name}'.",
+                                     param=self.name, code="missing_required_parameter")
+            return copy.deepcopy(self.default)
+        return self.kind.parse(value, self.name)
+
+    def schema(self) -> dict:
+        schema = dict(self.kind.schema())
+        if isinstance(self.default, bool | str):
+            schema["default"] = self.default
+        if not self.required and not isinstance(self.kind, Refused):
+            schema = nullable(schema)
+        if self.description:
+            schema["description"] = self.description
+        return schema
