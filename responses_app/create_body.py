@@ -1,15 +1,18 @@
 """The fields of a `POST /v1/responses` body: the one description of the create body.
 
-`CREATE_BODY` lists every field the gateway reads, in the order they are validated, with its
-kind (type and limits), default and whether it is required. `parse_fields()` validates a body
-against it and `create_body_schema()` derives the OpenAPI component `CreateResponseRequest`
-from it, so the document and the validator cannot drift apart. Rules that tie two fields
-together are responses_app.create_request's.
+`CREATE_BODY` lists every parameter of OpenAI's create schema (and the two penalties its
+response object carries), in the order they are validated, with its kind (type and limits),
+default, whether it is required and whether the gateway applies it. `parse_fields()`
+validates a body against it (a parameter not in it is OpenAI's 400 `unknown_parameter`) and
+`create_body_schema()` derives the OpenAPI component `CreateResponseRequest` from it, so the
+document and the validator cannot drift apart. Rules that tie two fields together are
+responses_app.create_request's.
 """
-from .create_fields import Boolean, Choice, Field, Integer, Number, Refused, String
+from .create_fields import Boolean, Choice, Field, Integer, Number, Opaque, Refused, String
 from .create_params import (
     CONVERSATION, INCLUDE, INPUT, METADATA, MODEL, REASONING, TEXT, TOOL_CHOICE, TOOLS,
 )
+from .errors import InvalidRequest
 
 CREATE_BODY = (
     Field("prompt", Refused("Reusable prompts (`prompt`) are not supported by this gateway.")),
@@ -36,31 +39,56 @@ CREATE_BODY = (
     Field("max_tool_calls", Integer(1)),
     Field("text", TEXT, default={"format": {"type": "text"}}),
     Field("reasoning", REASONING),
-    Field("truncation", Choice(("auto", "disabled")), default="disabled"),
+    Field("truncation", Choice(("auto", "disabled")), default="disabled", applied=False,
+          description="Echoed; the gateway does not truncate."),
     Field("metadata", METADATA, default={}),
     Field("user", String()),
     Field("safety_identifier", String()),
-    Field("prompt_cache_key", String()),
-    Field("service_tier", String(), default="default",
-          description="`auto` is answered as `default`."),
+    Field("prompt_cache_key", String(), applied=False, description="Echoed."),
+    Field("service_tier", String(), default="default", applied=False,
+          description="Echoed (`auto` as `default`)."),
     Field("instructions", String()),
     Field("previous_response_id", String()),
+    # Accepted, checked for their type, and not used.
+    Field("prompt_cache_retention", Choice(("in_memory", "24h")), applied=False),
+    Field("prompt_cache_options", Opaque("object"), applied=False),
+    Field("stream_options", Opaque("object"), applied=False),
+    Field("context_management", Opaque("array"), applied=False),
+    Field("background_options", Opaque("object"), applied=False),
+    Field("moderation", Opaque("object"), applied=False),
+    Field("image", Opaque("object"), applied=False),
+    Field("access_programs", Opaque("object"), applied=False),
 )
 FIELDS = {field.name: field for field in CREATE_BODY}
+NOT_APPLIED = tuple(field.name for field in CREATE_BODY if not field.applied)
+# Chat Completions' name for the input: OpenAI answers it with its own sentence.
+MOVED = {"messages": "Unsupported parameter: 'messages'. In the Responses API, this parameter "
+                     "has moved to 'input'. Try again with the new parameter. See the API "
+                     "documentation for more information: "
+                     "https://platform.openai.com/docs/api-reference/responses/create."}
 
 
 def parse_fields(body: dict) -> dict:
     """Each field of CREATE_BODY by name, validated and normalized (defaults filled in)."""
+    for name in body:
+        if name not in FIELDS:
+            raise _unknown(name)
     return {field.name: field.parse(body) for field in CREATE_BODY}
+
+
+def _unknown(name) -> InvalidRequest:
+    if name in MOVED:
+        return InvalidRequest(MOVED[name], code="unsupported_parameter")
+    return InvalidRequest(f"Unknown parameter: '{name}'.", param=name, code="unknown_parameter")
 
 
 def create_body_schema() -> dict:
     """The OpenAPI component of the create body, derived from CREATE_BODY."""
     return {
         "type": "object",
-        "description": "POST /v1/responses. Unknown fields are ignored; `prompt` is refused "
-                       "with a 400.",
+        "description": "POST /v1/responses. A field not listed here is a 400 "
+                       "`unknown_parameter`; `prompt` is refused with a 400.",
         "required": [field.name for field in CREATE_BODY if field.required],
-        "additionalProperties": True,
+        "additionalProperties": False,
         "properties": {field.name: field.schema() for field in CREATE_BODY},
     }

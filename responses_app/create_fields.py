@@ -26,6 +26,27 @@ def nullable(schema: dict) -> dict:
     return {"anyOf": [schema, {"type": "null"}]}
 
 
+def type_error(param: str, expected: str, value) -> InvalidRequest:
+    """OpenAI's 400 for a value of the wrong JSON type."""
+    return InvalidRequest(f"Invalid type for '{param}': expected {expected}, but got "
+                          f"{json_type(value)} instead.", param=param, code="invalid_type")
+
+
+def json_type(value) -> str:
+    """The JSON type of a parsed value, as OpenAI's errors name it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a decimal"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
 def required_string(obj: dict, name: str, param: str) -> str:
     """`obj[name]`, which must be a string (errors name `param.name`)."""
     value = obj.get(name)
@@ -39,8 +60,7 @@ def required_string(obj: dict, name: str, param: str) -> str:
 class Boolean:
     def parse(self, value, param):
         if not isinstance(value, bool):
-            raise InvalidRequest(f"'{param}' must be a boolean.", param=param,
-                                 code="invalid_type")
+            raise type_error(param, "a boolean", value)
         return value
 
     def schema(self) -> dict:
@@ -51,8 +71,7 @@ class Boolean:
 class String:
     def parse(self, value, param):
         if not isinstance(value, str):
-            raise InvalidRequest(f"'{param}' must be a string.", param=param,
-                                 code="invalid_type")
+            raise type_error(param, "a string", value)
         return value
 
     def schema(self) -> dict:
@@ -67,8 +86,7 @@ class Number:
 
     def parse(self, value, param):
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise InvalidRequest(f"'{param}' must be a number.", param=param,
-                                 code="invalid_type")
+            raise type_error(param, "a decimal", value)
         if not self.low <= value <= self.high:
             raise InvalidRequest(f"'{param}' must be between {self.low} and {self.high}.",
                                  param=param, code="invalid_value")
@@ -86,8 +104,7 @@ class Integer:
 
     def parse(self, value, param):
         if isinstance(value, bool) or not isinstance(value, int):
-            raise InvalidRequest(f"'{param}' must be an integer.", param=param,
-                                 code="invalid_type")
+            raise type_error(param, "an integer", value)
         if value < self.low or (self.high is not None and value > self.high):
             bound = (f"at least {self.low}" if self.high is None
                      else f"between {self.low} and {self.high}")
@@ -115,6 +132,20 @@ class Choice:
 
     def schema(self) -> dict:
         return {"enum": list(self.values)}
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """A value of one JSON type (`object` or `array`), accepted as it is."""
+    json_type: str
+
+    def parse(self, value, param):
+        if not isinstance(value, dict if self.json_type == "object" else list):
+            raise type_error(param, f"an {self.json_type}", value)
+        return value
+
+    def schema(self) -> dict:
+        return {"type": self.json_type}
 
 
 @dataclass(frozen=True)
@@ -150,6 +181,8 @@ class Field:
     default: Any = None
     required: bool = False
     description: str | None = None
+    # False: validated, then left unused (the README lists these).
+    applied: bool = True
 
     def parse(self, body: dict):
         value = body.get(self.name)

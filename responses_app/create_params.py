@@ -7,7 +7,7 @@ metadata limits). The table that names them is responses_app.create_body.
 """
 from mcp_tools.request_spec import check_mcp_tool_count, mcp_tool
 
-from .create_fields import Custom, nullable, ref, required_string
+from .create_fields import Custom, nullable, ref, required_string, type_error
 from .errors import InvalidRequest
 from .input_items import normalize_input
 
@@ -33,7 +33,9 @@ OBJECT = {"type": "object", "additionalProperties": True}
 
 
 def _model(value, param) -> str:
-    if not isinstance(value, str) or not value:
+    if not isinstance(value, str):
+        raise type_error("model", "a string", value)
+    if not value:
         raise InvalidRequest("Missing required parameter: 'model'.", param="model",
                              code="missing_required_parameter")
     return value
@@ -130,7 +132,7 @@ TOOL_CHOICE = Custom(_tool_choice, {"oneOf": [
 
 def _text(value, param) -> dict:
     if not isinstance(value, dict):
-        raise InvalidRequest("'text' must be an object.", param="text", code="invalid_type")
+        raise type_error("text", "an object", value)
     fmt = value.get("format") or {"type": "text"}
     if not isinstance(fmt, dict) or fmt.get("type") not in TEXT_FORMATS:
         raise InvalidRequest("'text.format.type' must be 'text', 'json_schema' or 'json_object'.",
@@ -154,8 +156,7 @@ TEXT = Custom(_text, {"type": "object", "additionalProperties": True, "propertie
 
 def _reasoning(value, param) -> dict:
     if not isinstance(value, dict):
-        raise InvalidRequest("'reasoning' must be an object.", param="reasoning",
-                             code="invalid_type")
+        raise type_error("reasoning", "an object", value)
     effort = value.get("effort")
     if effort is not None and effort not in REASONING_EFFORTS:
         raise InvalidRequest("Invalid 'reasoning.effort'.", param="reasoning.effort",

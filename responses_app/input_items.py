@@ -41,7 +41,8 @@ def _message(item, param) -> dict:
     role = item.get("role")
     if not isinstance(role, str) or role not in MESSAGE_ROLES:
         raise InvalidRequest(f"Invalid value for '{param}.role': must be one of "
-                             f"{sorted(MESSAGE_ROLES)}.", param=f"{param}.role", code="invalid_value")
+                             f"{sorted(MESSAGE_ROLES)}.", param=f"{param}.role",
+                             code="invalid_value")
     content = item.get("content")
     if isinstance(content, str):
         part_type = "output_text" if role == "assistant" else "input_text"
@@ -73,7 +74,8 @@ def _part(part, param) -> dict:
         url = part.get("image_url")
         if not isinstance(url, str) or not url:
             raise InvalidRequest(f"'{param}.image_url' must be a URL or a data URL (file_id is "
-                                 f"not supported).", param=f"{param}.image_url", code="invalid_value")
+                                 f"not supported).", param=f"{param}.image_url",
+                                 code="invalid_value")
         detail = part.get("detail") or "auto"
         return {"type": "input_image", "image_url": url, "detail": detail}
     raise InvalidRequest(f"Invalid value for '{param}.type': {kind!r} is not a supported content "

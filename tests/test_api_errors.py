@@ -92,7 +92,7 @@ def test_bad_json_is_400(client, key):
 @pytest.mark.parametrize("body, param, code", [
     ({"input": "hi"}, "model", "missing_required_parameter"),
     ({"model": "m"}, "input", "missing_required_parameter"),
-    ({"model": 3, "input": "hi"}, "model", "missing_required_parameter"),
+    ({"model": 3, "input": "hi"}, "model", "invalid_type"),
     ({"model": "m", "input": 3}, "input", "invalid_type"),
     ({"model": "m", "input": [{"type": "banana"}]}, "input[0].type", "invalid_value"),
     ({"model": "m", "input": "hi", "temperature": "hot"}, "temperature", "invalid_type"),
@@ -166,3 +166,16 @@ def test_a_bad_host_header_is_a_json_400_on_the_asgi_front_too(key):
         (b"authorization", f"Bearer {key}".encode())])
     assert_error(AsgiResponse(async_to_sync(communicator.get_response)(timeout=10)), 400,
                  "bad_request")
+
+
+def test_an_unknown_parameter_is_openais_400(client, key):
+    response = post(client, {"model": "m", "input": "hi", "seed": 1}, key=key)
+    assert_error(response, 400, "unknown_parameter", "seed")
+    assert response.json()["error"]["message"] == "Unknown parameter: 'seed'."
+
+
+def test_a_wrong_type_is_openais_400(client, key):
+    response = post(client, {"model": 7, "input": "hi"}, key=key)
+    assert_error(response, 400, "invalid_type", "model")
+    assert response.json()["error"]["message"] == (
+        "Invalid type for 'model': expected a string, but got an integer instead.")

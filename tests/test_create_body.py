@@ -14,7 +14,9 @@ import pytest
 from drf_spectacular.generators import SchemaGenerator
 
 from responses_app.create_body import CREATE_BODY, create_body_schema
-from responses_app.create_fields import Boolean, Choice, Custom, Integer, Number, Refused, String
+from responses_app.create_fields import (
+    Boolean, Choice, Custom, Integer, Number, Opaque, Refused, String,
+)
 from responses_app.create_request import parse_create_request
 from responses_app.errors import InvalidRequest
 
@@ -66,6 +68,8 @@ def probes(field) -> list:
         return [*kind.values, "other", *WRONG_TYPES]
     if isinstance(kind, Boolean | String | Refused):
         return [False, *WRONG_TYPES, {"id": "p"}]
+    if isinstance(kind, Opaque):
+        return [{"a": [1]}, [{"a": 1}], *WRONG_TYPES]
     assert isinstance(kind, Custom)
     return [*STRUCTURED[field.name], *WRONG_TYPES]
 
@@ -98,6 +102,12 @@ def test_the_document_and_the_validator_agree_on_each_field(served, field):
         if verdicts != (expected or (verdicts[1], verdicts[1])):
             disagreements.append((probe, verdicts))
     assert disagreements == []
+
+
+@pytest.mark.parametrize("name", ["n", "seed", "messages", "max_tokens"])
+def test_a_field_not_in_the_table_is_refused_by_both(served, name):
+    body = {"model": "m", "input": "hi", name: 1}
+    assert (served.is_valid(body), validator_accepts(body)) == (False, False)
 
 
 @pytest.mark.parametrize("name", ["model", "input"])

@@ -1,8 +1,10 @@
 """Validation of a `POST /v1/responses` body: normalized item shapes and the exact 400s."""
 import re
+from pathlib import Path
 
 import pytest
 
+from responses_app.create_body import FIELDS, NOT_APPLIED
 from responses_app.create_request import parse_create_request
 from responses_app.errors import InvalidRequest
 from responses_app.translation.chat_request import build_chat_request
@@ -233,3 +235,77 @@ def test_metadata_with_16_keys_is_accepted():
     metadata = {f"k{i}": "v" for i in range(16)}
 
     assert parse(input="hi", metadata=metadata).params["metadata"] == metadata
+
+
+# --- the parameters of OpenAI's create schema, and OpenAI's own errors ----------------------
+
+def test_every_parameter_of_the_openai_sdk_is_known():
+    from openai.types.responses.response_create_params import ResponseCreateParamsStreaming as P
+
+    assert (P.__required_keys__ | P.__optional_keys__) - set(FIELDS) == set()
+
+
+def test_the_parameters_the_gateway_does_not_apply_are_accepted_and_left_out():
+    request = parse(input="hi", prompt_cache_retention="24h",
+                    prompt_cache_options={"mode": "implicit"},
+                    stream_options={"include_obfuscation": False},
+                    context_management=[{"type": "compaction", "compact_threshold": 1000}],
+                    background_options={"completion_window": "soonest"},
+                    moderation={"model": "omni-moderation-latest"},
+                    image={"context_compression": "auto"}, access_programs={"cyber": "standard"})
+
+    assert request.params == parse(input="hi").params
+
+
+def test_the_readme_lists_the_parameters_the_gateway_does_not_apply():
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    [listed] = re.findall(r"Accepted,\s+not applied[^:]*:([^.]*)\.", readme)
+    assert re.findall(r"`([a-z_]+)`", listed) == list(NOT_APPLIED)
+
+
+OPENAI_ERRORS = [
+    ("unknown", {"seed": 1}, "Unknown parameter: 'seed'.", "seed", "unknown_parameter"),
+    ("chat's max_tokens", {"max_tokens": 16}, "Unknown parameter: 'max_tokens'.", "max_tokens",
+     "unknown_parameter"),
+    ("messages", {"messages": [{"role": "user", "content": "hi"}]},
+     "Unsupported parameter: 'messages'. In the Responses API, this parameter has moved to "
+     "'input'. Try again with the new parameter. See the API documentation for more "
+     "information: https://platform.openai.com/docs/api-reference/responses/create.",
+     None, "unsupported_parameter"),
+    ("model an integer", {"model": 7},
+     "Invalid type for 'model': expected a string, but got an integer instead.", "model",
+     "invalid_type"),
+    ("temperature a string", {"temperature": "hot"},
+     "Invalid type for 'temperature': expected a decimal, but got a string instead.",
+     "temperature", "invalid_type"),
+    ("stream a string", {"stream": "yes"},
+     "Invalid type for 'stream': expected a boolean, but got a string instead.", "stream",
+     "invalid_type"),
+    ("max_tool_calls a string", {"max_tool_calls": "x"},
+     "Invalid type for 'max_tool_calls': expected an integer, but got a string instead.",
+     "max_tool_calls", "invalid_type"),
+    ("instructions an object", {"instructions": {"a": 1}},
+     "Invalid type for 'instructions': expected a string, but got an object instead.",
+     "instructions", "invalid_type"),
+    ("reasoning a string", {"reasoning": "low"},
+     "Invalid type for 'reasoning': expected an object, but got a string instead.",
+     "reasoning", "invalid_type"),
+    ("stream_options a string", {"stream_options": "x"},
+     "Invalid type for 'stream_options': expected an object, but got a string instead.",
+     "stream_options", "invalid_type"),
+    ("top_p a list", {"top_p": [1]},
+     "Invalid type for 'top_p': expected a decimal, but got an array instead.", "top_p",
+     "invalid_type"),
+]
+
+
+@pytest.mark.parametrize("fields, message, param, code",
+                         [pytest.param(fields, message, param, code, id=name)
+                          for name, fields, message, param, code in OPENAI_ERRORS])
+def test_openais_error(fields, message, param, code):
+    with pytest.raises(InvalidRequest) as caught:
+        parse_create_request({"model": "m", "input": "hi", **fields})
+
+    error = caught.value
+    assert (error.status, error.type, error.message, error.param, error.code) == (
+        400, "invalid_request_error", message, param, code)
