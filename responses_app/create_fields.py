@@ -176,6 +176,8 @@ class Custom:
 
 @dataclass(frozen=True)
 class Field:
+    """One top-level field of a body: its kind, its default (null or absent means the
+    default) and whether it is required."""
     name: str
     kind: Any
     default: Any = None
@@ -195,10 +197,10 @@ class Field:
 
     def schema(self) -> dict:
         schema = dict(self.kind.schema())
-        if isinstance(self.default, bool | str):
-            schema["default"] = self.default
         if not self.required and not isinstance(self.kind, Refused):
             schema = nullable(schema)
+        if isinstance(self.default, bool | str):
+            schema["default"] = self.default
         if self.description:
             schema["description"] = self.description
         return schema
