@@ -1,12 +1,12 @@
 """The fields of a `POST /v1/responses` body: the one description of the create body.
 
-`CREATE_BODY` lists every parameter of OpenAI's create schema (and the two penalties its
-response object carries), in the order they are validated, with its kind (type and limits),
-default, whether it is required and whether the gateway applies it. `parse_fields()`
-validates a body against it (a parameter not in it is OpenAI's 400 `unknown_parameter`) and
-`create_body_schema()` derives the OpenAPI component `CreateResponseRequest` from it, so the
-document and the validator cannot drift apart. Rules that tie two fields together are
-responses_app.create_request's.
+`CREATE_BODY` lists every parameter of OpenAI's create schema (with the two penalties its
+response object carries and Codex's `client_metadata`), in the order they are validated,
+with its kind (type and limits), default, whether it is required and whether the gateway
+applies it. `parse_fields()` validates a body against it (a parameter not in it is OpenAI's
+400 `unknown_parameter`) and `create_body_schema()` derives the OpenAPI component
+`CreateResponseRequest` from it, so the document and the validator cannot drift apart.
+Rules that tie two fields together are responses_app.create_request's.
 """
 from .create_fields import Boolean, Choice, Field, Integer, Number, Opaque, Refused, String
 from .create_params import (
@@ -58,6 +58,8 @@ CREATE_BODY = (
     Field("moderation", Opaque("object"), applied=False),
     Field("image", Opaque("object"), applied=False),
     Field("access_programs", Opaque("object"), applied=False),
+    # Not in the SDK's types, sent by Codex on every request, and taken by OpenAI's API.
+    Field("client_metadata", Opaque("object"), applied=False),
 )
 FIELDS = {field.name: field for field in CREATE_BODY}
 NOT_APPLIED = tuple(field.name for field in CREATE_BODY if not field.applied)
