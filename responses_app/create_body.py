@@ -8,7 +8,9 @@ applies it. `parse_fields()` validates a body against it (a parameter not in it 
 `CreateResponseRequest` from it, so the document and the validator cannot drift apart.
 Rules that tie two fields together are responses_app.create_request's.
 """
-from .create_fields import Boolean, Choice, Field, Integer, Number, Opaque, Refused, String
+from .create_fields import (
+    Boolean, Choice, Field, Integer, Number, Opaque, Refused, String,
+)
 from .create_params import (
     CONVERSATION, INCLUDE, INPUT, METADATA, MODEL, REASONING, TEXT, TOOL_CHOICE, TOOLS,
 )
@@ -23,10 +25,10 @@ CREATE_BODY = (
     Field("store", Boolean(), default=True),
     Field("background", Boolean(), default=False,
           description="Needs `store: true`."),
-    Field("include", INCLUDE, default=[]),
+    Field("include", INCLUDE, default=list),
     Field("conversation", CONVERSATION,
           description="A conversation id or {'id': ...}; excludes `previous_response_id`."),
-    Field("tools", TOOLS, default=([], {})),
+    Field("tools", TOOLS, default=lambda: ([], {})),
     Field("tool_choice", TOOL_CHOICE, default="auto"),
     Field("parallel_tool_calls", Boolean(), default=True),
     # None when unset: the upstream keeps its own defaults, the response echoes ours.
@@ -37,11 +39,11 @@ CREATE_BODY = (
     Field("top_logprobs", Integer(0, 20)),
     Field("max_output_tokens", Integer(1)),
     Field("max_tool_calls", Integer(1)),
-    Field("text", TEXT, default={"format": {"type": "text"}}),
+    Field("text", TEXT, default=lambda: {"format": {"type": "text"}}),
     Field("reasoning", REASONING),
     Field("truncation", Choice(("auto", "disabled")), default="disabled", applied=False,
           description="Echoed; the gateway does not truncate."),
-    Field("metadata", METADATA, default={}),
+    Field("metadata", METADATA, default=dict),
     Field("user", String()),
     Field("safety_identifier", String()),
     Field("prompt_cache_key", String(), applied=False, description="Echoed."),
@@ -68,14 +70,28 @@ MOVED = {"messages": "Unsupported parameter: 'messages'. In the Responses API, t
                      "has moved to 'input'. Try again with the new parameter. See the API "
                      "documentation for more information: "
                      "https://platform.openai.com/docs/api-reference/responses/create."}
+_POSITION = {field.name: i for i, field in enumerate(CREATE_BODY)}
+_REQUIRED = {field.name for field in CREATE_BODY if field.required}
+_SHARED_DEFAULTS = {field.name: field.default for field in CREATE_BODY
+                    if not callable(field.default)}
+_MADE_DEFAULTS = tuple((field.name, field.default) for field in CREATE_BODY
+                       if callable(field.default))
 
 
 def parse_fields(body: dict) -> dict:
-    """Each field of CREATE_BODY by name, validated and normalized (defaults filled in)."""
+    """Each field of CREATE_BODY by name, validated and normalized (defaults filled in).
+
+    The fields present (and the required ones) are checked in the table's order; the rest
+    take their defaults without a look."""
     for name in body:
         if name not in FIELDS:
             raise _unknown(name)
-    return {field.name: field.parse(body) for field in CREATE_BODY}
+    values = dict(_SHARED_DEFAULTS)
+    for name, make in _MADE_DEFAULTS:
+        values[name] = make()
+    for name in sorted(body.keys() | _REQUIRED, key=_POSITION.__getitem__):
+        values[name] = FIELDS[name].parse(body.get(name))
+    return values
 
 
 def _unknown(name) -> InvalidRequest:

@@ -6,7 +6,6 @@ OpenAPI document shows for it, derived from the same limits. `Field` puts a kind
 with its default; `null` always means "the default" for an optional field. The create body's
 table of fields is responses_app.create_body.
 """
-import copy
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -177,7 +176,8 @@ class Custom:
 @dataclass(frozen=True)
 class Field:
     """One top-level field of a body: its kind, its default (null or absent means the
-    default) and whether it is required."""
+    default; a list or an object is given as a function that makes a new one) and whether
+    it is required."""
     name: str
     kind: Any
     default: Any = None
@@ -186,13 +186,12 @@ class Field:
     # False: validated, then left unused (the README lists these).
     applied: bool = True
 
-    def parse(self, body: dict):
-        value = body.get(self.name)
+    def parse(self, value):
         if value is None:
             if self.required:
                 raise InvalidRequest(f"Missing required parameter: '{self.name}'.",
                                      param=self.name, code="missing_required_parameter")
-            return copy.deepcopy(self.default)
+            return self.default() if callable(self.default) else self.default
         return self.kind.parse(value, self.name)
 
     def schema(self) -> dict:
