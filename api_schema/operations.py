@@ -181,12 +181,12 @@ DOCUMENTED_VIEWS = {
     "responses_app.views.ModelList": {"get": list_models},
     "accounting.views.UsageView": {"get": usage},
     "responses_app.views.ResponseCancel": {"post": cancel_response},
-    "responses_app.conversation_views.ConversationCreate": {"post": create_conversation},
-    "responses_app.conversation_views.ConversationDetail": {
+    "conversations.views.ConversationCreate": {"post": create_conversation},
+    "conversations.views.ConversationDetail": {
         "get": retrieve_conversation, "post": update_conversation,
         "delete": delete_conversation},
-    "responses_app.conversation_views.ConversationItems": {
+    "conversations.views.ConversationItems": {
         "get": list_conversation_items, "post": add_conversation_items},
-    "responses_app.conversation_views.ConversationItemDetail": {
+    "conversations.views.ConversationItemDetail": {
         "get": retrieve_conversation_item, "delete": delete_conversation_item},
 }

@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "responses_app",
+    "conversations",
     "mcp_tools",
     "accounting",
     "observability",

@@ -9,6 +9,8 @@ from api_schema.views import OpenApiDocument
 urlpatterns = [
     path("v1/openapi.json", OpenApiDocument.as_view()),
     path("v1/usage", UsageView.as_view()),
+    path("v1/", include("conversations.urls")),
+    # last under /v1: its final route is the catch-all JSON 404
     path("v1/", include("responses_app.urls")),
     path("", include("observability.urls")),
     path("admin/", admin.site.urls),

@@ -127,5 +127,3 @@ class StoredResponseAdmin(admin.ModelAdmin):
             *super().get_urls(),
         ]
 
-
-from . import admin_conversations  # noqa: E402,F401  (registers Conversation)

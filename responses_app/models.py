@@ -1,9 +1,9 @@
-"""Database rows: tenants, their API keys, stored responses and conversations.
+"""Database rows: tenants, their API keys and stored responses.
 
 A stored response keeps only its own input items and its response object (whose `output`
 holds its output items); the conversation before it is found by walking
 `previous_response_id`, so a chain of n turns stores n turns, not n². A Conversation
-(the Conversations API) instead holds its items itself, in order.
+(the Conversations API, the `conversations` app) instead holds its items itself, in order.
 """
 from django.db import models
 from django.db.models import Q
@@ -102,47 +102,3 @@ class StoredResponse(models.Model):
 
     def __str__(self):
         return self.id
-
-
-MAX_ITEM_ID_LENGTH = 128
-
-
-class Conversation(models.Model):
-    """A conversation of the Conversations API: a tenant's ordered list of items."""
-
-    id = models.CharField(max_length=64, primary_key=True)
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="conversations")
-    metadata = models.JSONField(default=dict)
-    created_at = models.DateTimeField()
-
-    class Meta:
-        db_table = "conversations"
-        indexes = [
-            models.Index(fields=["tenant", "-created_at"], name="conversations_tenant_created"),
-        ]
-
-    def __str__(self):
-        return self.id
-
-
-class ConversationItem(models.Model):
-    """One item of a conversation; the bigserial `seq` is its position."""
-
-    seq = models.BigAutoField(primary_key=True)
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE,
-                                     related_name="items")
-    item_id = models.CharField(max_length=MAX_ITEM_ID_LENGTH)
-    item = models.JSONField()
-    created_at = models.DateTimeField()
-    # The response whose input or output this item was (null: added through the items API).
-    response_id = models.CharField(max_length=64, null=True, blank=True)
-
-    class Meta:
-        db_table = "conversation_items"
-        constraints = [
-            models.UniqueConstraint(fields=["conversation", "item_id"],
-                                    name="conversation_items_unique_id"),
-        ]
-
-    def __str__(self):
-        return self.item_id

@@ -9,14 +9,14 @@ from datetime import datetime, timezone
 from django.conf import settings
 
 from accounting import ratelimit
+from conversations.items import conversation_items
+from conversations.services import conversation_check_input
 from mcp_tools.services import mcp_request_prepare
 
 from . import loop_rows
 from .bus import event_bus
 from .bus.entries import Entry
 from .cancellation import cancellation
-from .conversation_items import conversation_items
-from .conversations import conversation_check_input
 from .create_request import CreateRequest
 from .db_threads import run_db
 from .dispatch import job_columns, send_run

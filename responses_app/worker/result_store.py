@@ -15,8 +15,8 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from accounting.usage import record_response_usage
+from conversations.items import append_items, conversation_items
 
-from ..conversation_items import append_items, conversation_items
 from ..dispatch import JOB_COLUMNS
 from ..history import chain_items
 from .. import response_rows

@@ -1,20 +1,22 @@
 """The Conversations API on the request side: create, read, update and delete a tenant's
 conversations and their items, and the check a response created with `conversation` passes.
 
-Items are validated and normalized exactly like response input (input_items.py); the
-item log itself (order, appends) is conversation_items.py, which the worker shares.
+Items are validated and normalized exactly like response input (responses_app/input_items.py); the
+item log itself (order, appends) is items.py, which the worker shares.
 """
 from datetime import datetime, timezone
 
 from django.db import transaction
 
-from .conversation_items import append_items
-from .create_params import parse_metadata
-from .errors import InvalidRequest, NotFound
-from .ids import new_id
-from .input_items import normalize_input
-from .models import MAX_ITEM_ID_LENGTH, Conversation, ConversationItem, Tenant
-from .paging import PageParams, list_body
+from responses_app.create_params import parse_metadata
+from responses_app.input_items import normalize_input
+from responses_app.errors import InvalidRequest, NotFound
+from responses_app.ids import new_id
+from responses_app.models import Tenant
+from responses_app.paging import PageParams, list_body
+
+from .items import append_items
+from .models import MAX_ITEM_ID_LENGTH, Conversation, ConversationItem
 
 MAX_ITEMS_PER_CALL = 20
 

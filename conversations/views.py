@@ -2,8 +2,9 @@
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import conversations
-from .paging import page_params
+from responses_app.paging import page_params
+
+from . import services as conversations
 
 
 class ConversationCreate(APIView):
