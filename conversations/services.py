@@ -1,5 +1,5 @@
-"""The Conversations API on the request side: create, read, update and delete a tenant's
-conversations and their items, and the check a response created with `conversation` passes.
+"""Writes of the Conversations API: create, update and delete a tenant's conversations, add
+and remove their items, and the check a response created with `conversation` passes.
 
 Items are validated and normalized exactly like response input (responses_app/input_items.py); the
 item log itself (order, appends) is items.py, which the worker shares.
@@ -9,21 +9,18 @@ from datetime import datetime, timezone
 from django.db import transaction
 
 from responses_app.create_params import parse_metadata
+from responses_app.errors import InvalidRequest
 from responses_app.input_items import normalize_input
-from responses_app.errors import InvalidRequest, NotFound
 from responses_app.ids import new_id
 from responses_app.models import Tenant
-from responses_app.paging import PageParams, list_body
+from responses_app.paging import list_body
 
 from .items import append_items
 from .models import MAX_ITEM_ID_LENGTH, Conversation, ConversationItem
+from .selectors import (
+    conversation_not_found, conversation_object, conversation_row, item_not_found)
 
 MAX_ITEMS_PER_CALL = 20
-
-
-def conversation_object(row: Conversation) -> dict:
-    return {"id": row.id, "object": "conversation",
-            "created_at": int(row.created_at.timestamp()), "metadata": row.metadata}
 
 
 # --- conversations -------------------------------------------------------------------------
@@ -41,10 +38,6 @@ def conversation_create(tenant: Tenant, body) -> dict:
     return conversation_object(row)
 
 
-def conversation_get(tenant: Tenant, conversation_id: str) -> dict:
-    return conversation_object(_conversation(tenant, conversation_id))
-
-
 def conversation_update(tenant: Tenant, conversation_id: str, body) -> dict:
     """Replace the conversation's metadata."""
     body = _object(body)
@@ -52,7 +45,7 @@ def conversation_update(tenant: Tenant, conversation_id: str, body) -> dict:
         raise InvalidRequest("Missing required parameter: 'metadata'.", param="metadata",
                              code="missing_required_parameter")
     metadata = parse_metadata(body["metadata"])
-    row = _conversation(tenant, conversation_id)
+    row = conversation_row(tenant, conversation_id)
     row.metadata = metadata
     row.save(update_fields=["metadata"])
     return conversation_object(row)
@@ -62,27 +55,12 @@ def conversation_delete(tenant: Tenant, conversation_id: str) -> dict:
     """Delete the conversation and its items (its responses stay)."""
     with transaction.atomic():
         # locked first: a run appending its turn right now finishes before, or finds it gone
-        conversation = _conversation(tenant, conversation_id, lock=True)
+        conversation = conversation_row(tenant, conversation_id, lock=True)
         conversation.delete()
     return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
 
 
 # --- items ---------------------------------------------------------------------------------
-
-def items_page(tenant: Tenant, conversation_id: str, params: PageParams) -> dict:
-    """One page of the conversation's items, OpenAI list shape."""
-    conversation = _conversation(tenant, conversation_id)
-    rows = ConversationItem.objects.filter(conversation=conversation)
-    if params.after is not None:
-        anchor = rows.filter(item_id=params.after).values_list("seq", flat=True).first()
-        if anchor is None:
-            raise InvalidRequest(f"No item with id '{params.after}' in this conversation.",
-                                 param="after", code="invalid_value")
-        rows = rows.filter(seq__gt=anchor) if params.order == "asc" else rows.filter(seq__lt=anchor)
-    rows = rows.order_by("seq" if params.order == "asc" else "-seq")
-    page = list(rows.values_list("item", flat=True)[:params.limit + 1])
-    return list_body(page[:params.limit], len(page) > params.limit)
-
 
 def items_add(tenant: Tenant, conversation_id: str, body) -> dict:
     """Append up to 20 items; returns them as a list."""
@@ -96,28 +74,19 @@ def items_add(tenant: Tenant, conversation_id: str, body) -> dict:
                              code="invalid_value")
     with transaction.atomic():
         # locked: a concurrent add cannot slip the same item id in between check and insert
-        conversation = _conversation(tenant, conversation_id, lock=True)
+        conversation = conversation_row(tenant, conversation_id, lock=True)
         _check_item_ids(conversation.id, items, "items")
         append_items(conversation.id, items)
     return list_body(items, False)
 
 
-def item_get(tenant: Tenant, conversation_id: str, item_id: str) -> dict:
-    conversation = _conversation(tenant, conversation_id)
-    item = (ConversationItem.objects.filter(conversation=conversation, item_id=item_id)
-            .values_list("item", flat=True).first())
-    if item is None:
-        raise _item_not_found(item_id)
-    return item
-
-
 def item_delete(tenant: Tenant, conversation_id: str, item_id: str) -> dict:
     """Remove one item; returns the conversation."""
-    conversation = _conversation(tenant, conversation_id)
+    conversation = conversation_row(tenant, conversation_id)
     deleted, _ = ConversationItem.objects.filter(conversation=conversation,
                                                  item_id=item_id).delete()
     if not deleted:
-        raise _item_not_found(item_id)
+        raise item_not_found(item_id)
     return conversation_object(conversation)
 
 
@@ -126,27 +95,11 @@ def item_delete(tenant: Tenant, conversation_id: str, item_id: str) -> dict:
 def conversation_check_input(tenant: Tenant, conversation_id: str, input_items: list[dict]):
     """The conversation must be the tenant's and the input must not reuse its item ids."""
     if not Conversation.objects.filter(id=conversation_id, tenant=tenant).exists():
-        raise _conversation_not_found(conversation_id, param="conversation")
+        raise conversation_not_found(conversation_id, param="conversation")
     _check_item_ids(conversation_id, input_items, "input")
 
 
 # --- helpers -------------------------------------------------------------------------------
-
-def _conversation(tenant: Tenant, conversation_id: str, lock: bool = False) -> Conversation:
-    rows = Conversation.objects.filter(id=conversation_id, tenant=tenant)
-    row = (rows.select_for_update() if lock else rows).first()
-    if row is None:
-        raise _conversation_not_found(conversation_id)
-    return row
-
-
-def _conversation_not_found(conversation_id: str, param: str | None = None) -> NotFound:
-    return NotFound(f"Conversation with id '{conversation_id}' not found.", param=param)
-
-
-def _item_not_found(item_id: str) -> NotFound:
-    return NotFound(f"Item with id '{item_id}' not found.")
-
 
 def _object(body) -> dict:
     if not isinstance(body, dict):
