@@ -46,6 +46,8 @@ class ConversationItem(models.Model):
             models.UniqueConstraint(fields=["conversation", "item_id"],
                                     name="conversation_items_unique_id"),
         ]
+        # An `item_reference` from outside the conversation finds its item by id.
+        indexes = [models.Index(fields=["item_id"], name="conversation_items_item_id")]
 
     def __str__(self):
         return self.item_id

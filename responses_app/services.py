@@ -9,7 +9,6 @@ from datetime import datetime, timezone
 from django.conf import settings
 
 from accounting import ratelimit
-from conversations.items import conversation_items
 from conversations.services import conversation_check_input
 from mcp_tools.services import mcp_request_prepare
 
@@ -21,8 +20,8 @@ from .create_request import CreateRequest
 from .db_threads import run_db
 from .dispatch import job_columns, send_run
 from .errors import InvalidRequest, NotFound
-from .history import chain_items
 from .ids import new_id
+from .item_references import resolve_item_references
 from .models import TERMINAL_STATUSES, ResponseStatus, StoredResponse, Tenant
 from .reasoning_token import open_sealed
 from .translation.resource import new_response_resource
@@ -62,7 +61,7 @@ def response_prepare(tenant: Tenant, create: CreateRequest,
                              param="previous_response_id", code="previous_response_not_found")
     if create.conversation_id:
         conversation_check_input(tenant, create.conversation_id, create.input_items)
-    input_items = [_unsealed(item) for item in _resolve_item_references(tenant, create)]
+    input_items = [_unsealed(item) for item in resolve_item_references(tenant, create)]
     created_at = time.time()
     response_id = new_id("resp")
     mcp_request_prepare(tenant, create, response_id)
@@ -165,28 +164,3 @@ def _unsealed(item: dict) -> dict:
 
 def _is_stored(tenant: Tenant, response_id: str) -> bool:
     return StoredResponse.objects.filter(id=response_id, tenant=tenant, store=True).exists()
-
-
-def _resolve_item_references(tenant: Tenant, create: CreateRequest) -> list[dict]:
-    """Replace `item_reference` items by the stored items they name (from the chain)."""
-    if not any(item["type"] == "item_reference" for item in create.input_items):
-        return create.input_items
-    known = {}
-    if create.conversation_id:
-        known = {item["id"]: item for item in conversation_items(create.conversation_id)}
-    if create.previous_response_id:
-        for item in chain_items(tenant.id, create.previous_response_id) or ():
-            if "id" in item:
-                known[item["id"]] = item
-    resolved = []
-    for index, item in enumerate(create.input_items):
-        if item["type"] != "item_reference":
-            resolved.append(item)
-        elif item["id"] in known:
-            resolved.append(known[item["id"]])
-        else:
-            raise InvalidRequest(f"Item with id '{item['id']}' not found.",
-                                 param=f"input[{index}].id", code="item_not_found")
-    return resolved
-
-

@@ -112,3 +112,21 @@ def test_embedded_background_resume_and_cancel(embedded, clean_upstream):
                                      params={"stream": "true", "starting_after": 2}).content)
     assert resumed.events == events[3:]
     wait_for(lambda: clean_upstream.stats()["disconnects"] == 1, "the upstream to see the close")
+
+
+def test_embedded_resolves_references_without_a_chain(embedded, clean_upstream):
+    """SQLite has no item-id index: references are found by a scan of the tenant's rows."""
+    first = embedded.post("/responses", json={"model": "fake-echo", "input": "one"}).json()
+    embedded.post("/responses", json={"model": "fake-echo", "input": "aside"})
+    answer = embedded.post("/responses", json={"model": "fake-echo", "input": [
+        {"type": "item_reference", "id": first["output"][0]["id"]},
+        {"role": "user", "content": "two"}]})
+    assert answer.status_code == 200, answer.text
+    assert clean_upstream.requests()[-1]["body"]["messages"] == [
+        {"role": "assistant", "content": "user: one"}, {"role": "user", "content": "two"}]
+    missing = embedded.post("/responses", json={"model": "fake-echo", "input": [
+        {"type": "item_reference", "id": "msg_nope"}]})
+    assert missing.status_code == 400
+    assert missing.json() == {"error": {
+        "message": "Item with id 'msg_nope' not found.", "type": "invalid_request_error",
+        "param": "input[0].id", "code": "item_not_found"}}
