@@ -115,7 +115,7 @@ def test_embedded_background_resume_and_cancel(embedded, clean_upstream):
 
 
 def test_embedded_resolves_references_without_a_chain(embedded, clean_upstream):
-    """SQLite has no item-id index: references are found by a scan of the tenant's rows."""
+    """The embedded PostgreSQL has the item-id index too (the same migrations)."""
     first = embedded.post("/responses", json={"model": "fake-echo", "input": "one"}).json()
     embedded.post("/responses", json={"model": "fake-echo", "input": "aside"})
     answer = embedded.post("/responses", json={"model": "fake-echo", "input": [
