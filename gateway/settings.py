@@ -151,11 +151,12 @@ API_KEY_CACHE_SECONDS = env.float("API_KEY_CACHE_SECONDS", default=10.0)
 SSE_KEEPALIVE_SECONDS = env.float("SSE_KEEPALIVE_SECONDS", default=15.0)
 # Stream events stay replayable this long after a run ends.
 EVENT_RETENTION_SECONDS = env.int("EVENT_RETENTION_SECONDS", default=24 * 3600)
-# The worker reads the upstream at most once per STREAM_BATCH_MS: chunks that arrive in
-# between travel together (one bus entry, one client write). The first delta is never held
-# back; the end waits at most one interval. Writes to Redis go out together every
-# STREAM_FLUSH_INTERVAL_MS (the first delta and the end go at once), and a web process
-# lets entries gather as long between its reads of the bus.
+# Batching under load only. While other runs stream on its process, the worker reads the
+# upstream at most once per STREAM_BATCH_MS: chunks that arrive in between travel together
+# (one bus entry, one client write); the end waits at most one interval. Bus entries that
+# find a flush to Redis in flight gather for up to STREAM_FLUSH_INTERVAL_MS, and a web
+# process relaying several busy streams waits as long between its reads of the bus. A run
+# alone goes through as its chunks arrive; the first delta and the end are never held.
 STREAM_BATCH_MS = env.float("STREAM_BATCH_MS", default=50.0)
 STREAM_FLUSH_INTERVAL_MS = env.float("STREAM_FLUSH_INTERVAL_MS", default=20.0)
 # The longest a run may take end to end.

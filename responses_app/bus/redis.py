@@ -6,10 +6,12 @@ zombie run cannot interleave events. An error that ended a run before it started
 entry `0-1`; an end without events (a run cancelled or failed before its first event, or
 with nothing left open) is the entry `2-0`, above every event. Streams expire (PEXPIRE) `retention_seconds` after their last entry.
 
-Writers coalesce: entries of a stream written within `flush_interval` become one Redis
-entry, and all pending streams go out in one script call (APPEND_SCRIPT: an XADD per
-stream, and its PEXPIRE when due). Urgent entries (the start, the first text, the end) go
-out at once. Readers share one multiplexed XREAD per process.
+Writers coalesce under load: an entry written while a flush is in flight or others wait
+gathers with them for up to `flush_interval` (entries of a stream become one Redis entry),
+and all pending streams go out in one script call (APPEND_SCRIPT: an XADD per stream, and
+its PEXPIRE when due); an entry alone goes out at once, as do urgent ones (the start, the
+first text, the end). Readers share one multiplexed XREAD per process, which waits
+`read_coalesce` between reads only while several streams are writing.
 Each Redis entry carries the time it was written (`t`, Unix milliseconds): one small field
 per write, read only by the admin's event view.
 """
@@ -227,11 +229,13 @@ class RedisLogWriter:
 class _StreamWriter:
     """All writes of one event loop: pending entries per stream, sent by one flusher.
 
-    One flush is in flight at a time (a stream's entries reach Redis in order). An
-    urgent entry starts a flush at once, or right after the one in flight, and its writer
-    waits for the flush that carried it; other entries wait up to `flush_interval` to
-    share a flush. Waiting on that flush's outcome, not on a lock, keeps an urgent
-    entry from queueing behind every other flush of a busy loop.
+    One flush is in flight at a time (a stream's entries reach Redis in order). An entry
+    that finds nothing pending and no flush in flight goes out at once; entries that find
+    a flush in flight, or entries already waiting, gather for up to `flush_interval`
+    (batching under load only). An urgent entry starts a flush at once, or right after
+    the one in flight, and its writer waits for the flush that carried it. Waiting on
+    that flush's outcome, not on a lock, keeps an urgent entry from queueing behind
+    every other flush of a busy loop.
     """
 
     def __init__(self, bus: RedisEventBus):
@@ -255,8 +259,7 @@ class _StreamWriter:
         self.pending[key] = entry if previous is None else previous.merged(entry)
         if not urgent:
             if self.timer is None and not self.flushing:
-                self.timer = asyncio.get_running_loop().call_later(self.bus.flush_interval,
-                                                                   self._flush_due)
+                self._flush_due()  # nothing pending or in flight: no one to wait for
             return
         sent = asyncio.get_running_loop().create_future()
         self.waiting.append((key, sent))
@@ -415,19 +418,20 @@ class _ReadHub:
                     reply = await self.reader.xread(streams, block=READ_BLOCK_MS)
                 finally:
                     self.reading = False
-                delivered = False
+                delivered = 0  # streams that had entries
                 for raw_key, entries in reply or ():
                     key = raw_key.decode()
                     if key == self.wake_key:
                         self.wake_id = entries[-1][0]
                         continue
-                    delivered = True
+                    delivered += 1
                     for subscription in list(self.subscribers.get(key, ())):
                         for entry_id, fields in entries:
                             subscription.deliver(decode(entry_id, fields))
-                if delivered and self.bus.read_coalesce:
-                    # let entries of other streams gather, so that the next XREAD serves
-                    # many (what this one brought is delivered already)
+                if delivered > 1 and self.bus.read_coalesce:
+                    # under load (several streams wrote meanwhile): let entries of other
+                    # streams gather, so that the next XREAD serves many (what this one
+                    # brought is delivered already); one stream alone is read at once
                     await asyncio.sleep(self.bus.read_coalesce)
         except Exception as exc:  # Redis gone: every reader gets the failure
             log.error("event stream reader failed: %s", exc)

@@ -2,8 +2,9 @@
 response body is streamed (the upstream's chat completion SSE).
 
 An asyncio protocol around `httptools` (llhttp, the parser uvicorn uses), with an idle
-keep-alive pool per origin. A streamed body is read in batches: between reads the socket
-is paused, so the chunks that arrive meanwhile come in one `recv` and cost one wake-up.
+keep-alive pool per origin. Under load (other responses streaming on the same loop) a
+streamed body is read in batches: between reads the socket is paused, so the chunks that
+arrive meanwhile come in one `recv` and cost one wake-up; alone, it is read as it arrives.
 General-purpose clients pay per HTTP chunk (aiohttp's stream reader resumes the
 transport and re-runs its parser for every one); this client pays per read. It does no redirects, proxies, cookies or content decoding (the
 request asks for `identity`), none of which the upstream call uses.
@@ -61,6 +62,7 @@ class HttpClient:
 
     def __init__(self):
         self._idle: dict[tuple, list["_Connection"]] = {}
+        self.streaming = 0  # responses returned and not yet released: the loop's load
 
     async def post(self, url: str, body: bytes, headers: dict, *, connect_timeout: float,
                    idle_timeout: float) -> "StreamedResponse":
@@ -80,6 +82,7 @@ class HttpClient:
         except BaseException:
             connection.close()
             raise
+        self.streaming += 1
         return StreamedResponse(self, target.key, connection, idle_timeout)
 
     def _reusable(self, key) -> "_Connection | None":
@@ -124,6 +127,7 @@ class StreamedResponse:
         self.headers: dict[str, str] = connection.headers
         self.idle_timeout = idle_timeout
         self.paced = False  # see pace()
+        self.released = False
 
     async def read(self) -> bytes:
         """The whole body (an error response's)."""
@@ -133,8 +137,9 @@ class StreamedResponse:
         return b"".join(parts)
 
     async def batches(self, read_interval: float = 0.0):
-        """The body as it arrives, at most one piece per `read_interval` seconds once
-        `pace()` was called (before, every piece as soon as it arrives).
+        """The body as it arrives: once `pace()` was called and while other responses
+        stream on this client (under load), at most one piece per `read_interval` seconds;
+        otherwise every piece as soon as it arrives (alone, nothing is held back).
 
         Pacing pauses the socket and sets a timer to resume it; the reader waits for the
         data that follows, so a paced read costs one wake-up of the reading task."""
@@ -150,7 +155,8 @@ class StreamedResponse:
             data = b"".join(connection.body)
             connection.body.clear()
             yield data  # more may arrive meanwhile, even the end: the loop takes it next
-            if self.paced and read_interval > 0 and not connection.complete:
+            if (self.paced and read_interval > 0 and not connection.complete
+                    and self.client.streaming > 1):
                 wait = read_interval - (loop.time() - read_at)
                 if wait > 0:
                     connection.pause_for(wait)
@@ -161,6 +167,10 @@ class StreamedResponse:
 
     def release(self) -> None:
         """Back to the pool if the body was read whole and the server keeps it open."""
+        if self.released:
+            return
+        self.released = True
+        self.client.streaming -= 1
         connection = self.connection
         if connection.complete and connection.keep_alive and not connection.closed:
             connection.reset()
