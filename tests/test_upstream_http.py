@@ -1,0 +1,364 @@
+"""The worker's upstream call (responses_app/worker/upstream.py) over real HTTP, against
+scripted raw servers on 127.0.0.1: streamed answers, keep-alive, retries before the first
+byte, each way a connection can fail, and HTTPS verification."""
+import asyncio
+
+import orjson
+import pytest
+
+from responses_app.errors import error_body
+from responses_app.worker import upstream
+from responses_app.worker.upstream import (
+    NO_RETRY,
+    UpstreamRejected,
+    UpstreamStreamFailed,
+    open_chat_stream,
+)
+from upstreams.retry_policy import RetryPolicy
+from upstreams.routing import Route
+
+BODY = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+CHUNKS = [{"choices": [{"index": 0, "delta": {"content": f"w{n} "}}]} for n in range(30)]
+
+
+def run(coroutine):
+    async def scenario():
+        try:
+            return await asyncio.wait_for(coroutine, 20)
+        finally:
+            await upstream.close_loop_client()
+
+    return asyncio.run(scenario())
+
+
+def chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+def sse(payload: dict) -> bytes:
+    return b"data: " + orjson.dumps(payload) + b"\n\n"
+
+
+DONE = b"data: [DONE]\n\n"
+CHUNKED_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+LAST_CHUNK = b"0\r\n\r\n"
+
+
+async def answer(writer, chunks=CHUNKS):
+    """A whole streamed answer: each chunk its own HTTP chunk, then [DONE] and the end."""
+    writer.write(CHUNKED_HEAD)
+    for payload in chunks:
+        writer.write(chunk(sse(payload)))
+    writer.write(chunk(DONE) + LAST_CHUNK)
+    await writer.drain()
+
+
+class ScriptedServer:
+    """Accepts connections; for each request read, runs `script(reader, writer, number)`."""
+
+    def __init__(self, script, ssl=None):
+        self.script = script
+        self.ssl = ssl
+        self.connections = 0
+        self.requests = []
+
+    async def __aenter__(self):
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.ssl)
+        scheme = "https" if self.ssl else "http"
+        self.base_url = f"{scheme}://127.0.0.1:{self.server.sockets[0].getsockname()[1]}/v1"
+        return self
+
+    async def __aexit__(self, *exc):
+        self.server.close()
+
+    def route(self, idle_timeout=5.0) -> Route:
+        return Route(name="scripted", base_url=self.base_url, api_key="sk-scripted",
+                     connect_timeout=2.0, idle_timeout=idle_timeout)
+
+    async def _serve(self, reader, writer):
+        self.connections += 1
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = int([line.split(b":")[1] for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length")][0])
+                body = await reader.readexactly(length)
+                self.requests.append((head, body))
+                if await self.script(reader, writer, len(self.requests)) == "close":
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        writer.close()
+
+
+async def streamed(route: Route, retry: RetryPolicy = NO_RETRY, busy_reader=False):
+    """Every chunk the call yields, in order."""
+    received = []
+    async with open_chat_stream(route, BODY, 0.05, retry) as batches:
+        async for batch in batches:
+            received += batch
+            if busy_reader:
+                await asyncio.sleep(0.2)  # the rest and the end arrive meanwhile
+    return received
+
+
+async def chunks_before(route: Route, failure, **match) -> list[dict]:
+    """The chunks the call yielded before it failed with `failure`."""
+    received = []
+    with pytest.raises(failure, **match) as raised:
+        async with open_chat_stream(route, BODY, 0.0) as batches:
+            async for batch in batches:
+                received += batch
+    return received, raised.value
+
+
+def test_a_streamed_answer_arrives_whole_and_the_connection_is_kept_for_the_next_call():
+    async def script(reader, writer, number):
+        await answer(writer)
+
+    async def scenario():
+        async with ScriptedServer(script) as server:
+            answers = [await streamed(server.route()) for _ in range(2)]
+            return answers, server.connections, server.requests
+
+    answers, connections, requests = run(scenario())
+    assert answers == [CHUNKS, CHUNKS]
+    assert connections == 1
+    for head, body in requests:
+        lines = head.lower().split(b"\r\n")
+        assert lines[0] == b"post /v1/chat/completions http/1.1"
+        assert b"content-type: application/json" in lines
+        assert b"accept: text/event-stream" in lines
+        assert b"authorization: bearer sk-scripted" in lines
+        assert orjson.loads(body) == BODY
+
+
+def test_the_end_arriving_while_the_reader_is_busy_is_not_lost():
+    async def script(reader, writer, number):
+        writer.write(CHUNKED_HEAD + chunk(sse(CHUNKS[0])))
+        await writer.drain()
+        await asyncio.sleep(0.05)  # the reader has the first chunk and is busy with it
+        writer.write(b"".join(chunk(sse(c)) for c in CHUNKS[1:]) + chunk(DONE) + LAST_CHUNK)
+
+    async def scenario():
+        async with ScriptedServer(script) as server:
+            return await streamed(server.route(), busy_reader=True)
+
+    assert run(scenario()) == CHUNKS
+
+
+def test_a_close_delimited_answer_ends_with_the_connection():
+    async def script(reader, writer, number):
+        writer.write(b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n" + sse(CHUNKS[0]))
+        await writer.drain()
+        writer.write(sse(CHUNKS[1]) + DONE)
+        return "close"
+
+    async def scenario():
+        async with ScriptedServer(script) as server:
+            return await streamed(server.route())
+
+    assert run(scenario()) == CHUNKS[:2]
+
+
+def test_an_error_status_is_rejected_with_its_message_and_retry_after():
+    error = b'{"error": {"message": "slow down"}}'
+
+    async def script(reader, writer, number):
+        writer.write(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\n"
+                     b"content-length: %d\r\n\r\n%s" % (len(error), error))
+
+    async def scenario():
+        async with ScriptedServer(script) as server:
+            with pytest.raises(UpstreamRejected) as raised:
+                await streamed(server.route())
+            return raised.value, len(server.requests)
+
+    rejected, requests = run(scenario())
+    assert (rejected.status, rejected.body, rejected.headers) == (
+        429, error_body("slow down", "rate_limit_exceeded", None, "rate_limit_exceeded"),
+        {"Retry-After": "3"})
+    assert requests == 1
+
+
+def test_failures_before_the_first_byte_are_retried_as_the_policy_allows():
+    async def script(reader, writer, number):
+        if number == 1:
+            return "close"  # closed before answering
+        if number == 2:
+            writer.write(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 0\r\n"
+                         b"content-length: 0\r\n\r\n")
+            return None
+        await answer(writer)
+
+    async def scenario():
+        async with ScriptedServer(script) as server:
+            received = await streamed(server.route(),
+                                      RetryPolicy(max_retries=2, base_delay=0.01))
+            return received, [body for _, body in server.requests]
+
+    received, bodies = run(scenario())
+    assert received == CHUNKS
+    assert [orjson.loads(body) for body in bodies] == [BODY] * 3
+
+
+def test_a_refused_connection_is_unreachable():
+    async def scenario():
+        server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        server.close()
+        await server.wait_closed()
+        route = Route(name="gone", base_url=f"http://127.0.0.1:{port}/v1", api_key="",
+                      connect_timeout=2.0, idle_timeout=2.0)
+        with pytest.raises(UpstreamRejected) as raised:
+            await streamed(route)
+        return raised.value
+
+    rejected = run(scenario())
+    assert (rejected.status, rejected.body["error"]["code"]) == (502, "upstream_unreachable")
+    assert rejected.body["error"]["message"].startswith(
+        "The upstream model server could not be reached: ")
+
+
+def test_a_server_closing_before_it_answers_is_unreachable_and_not_retried_without_a_policy():
+    async def script(reader, writer, number):
+        return "close"
+
+    async def scenario():
+        async with ScriptedServer(script) as server:
+            with pytest.raises(UpstreamRejected) as raised:
+                await streamed(server.route())
+            return raised.value, len(server.requests)
+
+    rejected, requests = run(scenario())
+    assert (rejected.status, rejected.body["error"]["code"], requests) == (
+        502, "upstream_unreachable", 1)
+
+
+def test_a_server_silent_before_its_answer_times_out_and_is_not_sent_twice():
+    async def script(reader, writer, number):
+        await asyncio.sleep(5)  # it may be generating: resending could run it twice
+
+    async def scenario():
+        async with ScriptedServer(script) as server:
+            with pytest.raises(UpstreamRejected) as raised:
+                await streamed(server.route(idle_timeout=0.2),
+                               RetryPolicy(max_retries=2, base_delay=0.01))
+            return raised.value, len(server.requests)
+
+    rejected, requests = run(scenario())
+    assert (rejected.status, rejected.body["error"]["code"], requests) == (
+        504, "upstream_timeout", 1)
+
+
+def test_a_connection_dropped_mid_stream_fails_after_what_arrived():
+    async def script(reader, writer, number):
+        writer.write(CHUNKED_HEAD + chunk(sse(CHUNKS[0])))
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        return "close"
+
+    async def scenario():
+        async with ScriptedServer(script) as server:
+            return await chunks_before(server.route(), UpstreamStreamFailed)
+
+    received, failure = run(scenario())
+    assert received == CHUNKS[:1]
+    assert failure.code == "server_error"
+    assert failure.message.startswith("The upstream connection failed mid-stream: ")
+
+
+def test_a_silent_server_times_out_while_streaming():
+    async def script(reader, writer, number):
+        writer.write(CHUNKED_HEAD + chunk(sse(CHUNKS[0])))
+        await writer.drain()
+        await asyncio.sleep(5)
+
+    async def scenario():
+        async with ScriptedServer(script) as server:
+            return await chunks_before(server.route(idle_timeout=0.2), UpstreamStreamFailed)
+
+    received, failure = run(scenario())
+    assert received == CHUNKS[:1]
+    assert (failure.code, failure.message) == (
+        "request_timeout", "The upstream sent nothing for longer than the timeout.")
+
+
+def test_a_pooled_connection_the_server_closed_is_not_reused():
+    payload = sse(CHUNKS[0]) + DONE
+
+    async def script(reader, writer, number):
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(payload), payload))
+        await writer.drain()
+        return "close"  # after answering, although the response said keep-alive
+
+    async def scenario():
+        async with ScriptedServer(script) as server:
+            answers = []
+            for _ in range(2):
+                answers.append(await streamed(server.route()))
+                await asyncio.sleep(0.05)  # the close reaches the client
+            return answers, server.connections
+
+    assert run(scenario()) == ([CHUNKS[:1], CHUNKS[:1]], 2)
+
+
+def _self_signed_certificate(directory):
+    """A certificate for 127.0.0.1 and its key, as PEM files in `directory`."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(
+            ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256()))
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_path, key_path
+
+
+def test_an_https_upstream_is_verified_and_streamed(tmp_path, monkeypatch):
+    import ssl
+
+    cert_path, key_path = _self_signed_certificate(tmp_path)
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_context.load_cert_chain(cert_path, key_path)
+
+    async def script(reader, writer, number):
+        await answer(writer)
+        return "close"
+
+    async def scenario():
+        async with ScriptedServer(script, ssl=server_context) as server:
+            return await streamed(server.route())
+
+    # the default trust store does not know this certificate: the connection is refused
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    upstream._tls_context.cache_clear()
+    with pytest.raises(UpstreamRejected, match="CERTIFICATE_VERIFY_FAILED") as raised:
+        run(scenario())
+    assert raised.value.body["error"]["code"] == "upstream_unreachable"
+    # trusted (as an operator would, with SSL_CERT_FILE), it streams
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert_path))
+    upstream._tls_context.cache_clear()
+    try:
+        assert run(scenario()) == CHUNKS
+    finally:
+        monkeypatch.delenv("SSL_CERT_FILE")
+        upstream._tls_context.cache_clear()
