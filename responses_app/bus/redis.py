@@ -23,7 +23,6 @@ from functools import cached_property
 import orjson
 import redis
 import redis.asyncio as aioredis
-from redis.connection import HiredisRespSerializer
 from redis.exceptions import ResponseError
 
 from ..errors import error_body
@@ -71,28 +70,11 @@ return results
 """
 
 
-class _HiredisPackingConnection(aioredis.Connection):
-    """redis-py's asyncio connection packs commands in Python, argument by argument (its
-    sync twin uses hiredis); on the bus every entry is an XADD and every read an XREAD
-    naming each stream, so this one packs with hiredis, as the sync client does."""
-
-    _packer = HiredisRespSerializer()
-
-    def pack_command(self, *args):
-        return self._packer.pack(*args)
-
-
-def _packing_with_hiredis(pool: aioredis.ConnectionPool) -> aioredis.ConnectionPool:
-    if pool.connection_class is aioredis.Connection:  # not TLS or a Unix socket
-        pool.connection_class = _HiredisPackingConnection
-    return pool
-
-
 def _client(url: str) -> aioredis.Redis:
     """A client whose callers wait for a free connection rather than fail."""
     pool = aioredis.BlockingConnectionPool.from_url(url, max_connections=64, timeout=20,
                                                      socket_timeout=10, socket_connect_timeout=5)
-    return aioredis.Redis(connection_pool=_packing_with_hiredis(pool))
+    return aioredis.Redis(connection_pool=pool)
 
 
 def stream_key(response_id: str) -> str:
@@ -342,12 +324,10 @@ class _ReadHub:
         self.bus = bus
         self.client = _client(bus.url)
         # the one blocking XREAD: no socket timeout (it blocks up to READ_BLOCK_MS)
-        self.reader = aioredis.Redis(connection_pool=_packing_with_hiredis(
-            aioredis.ConnectionPool.from_url(bus.url, socket_timeout=None,
-                                             socket_connect_timeout=5)))
-        self.first_reader = aioredis.Redis(connection_pool=_packing_with_hiredis(
-            aioredis.ConnectionPool.from_url(bus.url, socket_timeout=None,
-                                             socket_connect_timeout=5)))
+        self.reader = aioredis.Redis.from_url(bus.url, socket_timeout=None,
+                                              socket_connect_timeout=5)
+        self.first_reader = aioredis.Redis.from_url(bus.url, socket_timeout=None,
+                                                    socket_connect_timeout=5)
         self.first_reads: dict[Subscription, asyncio.Task] = {}
         self.wake_key = f"gw:wake:{os.getpid()}:{os.urandom(4).hex()}"
         self.wake_id = b"0-0"
