@@ -14,11 +14,25 @@ from responses_app.worker.upstream import (
     UpstreamStreamFailed,
     open_chat_stream,
 )
+from tests.scripted_http import (
+    CHUNKED_HEAD,
+    DONE,
+    LAST_CHUNK,
+    ScriptedServer,
+    answer,
+    chunk,
+    self_signed_certificate,
+    sse,
+)
 from upstreams.retry_policy import RetryPolicy
 from upstreams.routing import Route
 
 BODY = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
 CHUNKS = [{"choices": [{"index": 0, "delta": {"content": f"w{n} "}}]} for n in range(30)]
+
+
+async def answer_all(writer):
+    await answer(writer, CHUNKS)
 
 
 def run(coroutine):
@@ -29,66 +43,6 @@ def run(coroutine):
             await upstream.close_loop_client()
 
     return asyncio.run(scenario())
-
-
-def chunk(data: bytes) -> bytes:
-    return b"%x\r\n%s\r\n" % (len(data), data)
-
-
-def sse(payload: dict) -> bytes:
-    return b"data: " + orjson.dumps(payload) + b"\n\n"
-
-
-DONE = b"data: [DONE]\n\n"
-CHUNKED_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
-LAST_CHUNK = b"0\r\n\r\n"
-
-
-async def answer(writer, chunks=CHUNKS):
-    """A whole streamed answer: each chunk its own HTTP chunk, then [DONE] and the end."""
-    writer.write(CHUNKED_HEAD)
-    for payload in chunks:
-        writer.write(chunk(sse(payload)))
-    writer.write(chunk(DONE) + LAST_CHUNK)
-    await writer.drain()
-
-
-class ScriptedServer:
-    """Accepts connections; for each request read, runs `script(reader, writer, number)`."""
-
-    def __init__(self, script, ssl=None):
-        self.script = script
-        self.ssl = ssl
-        self.connections = 0
-        self.requests = []
-
-    async def __aenter__(self):
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.ssl)
-        scheme = "https" if self.ssl else "http"
-        self.base_url = f"{scheme}://127.0.0.1:{self.server.sockets[0].getsockname()[1]}/v1"
-        return self
-
-    async def __aexit__(self, *exc):
-        self.server.close()
-
-    def route(self, idle_timeout=5.0) -> Route:
-        return Route(name="scripted", base_url=self.base_url, api_key="sk-scripted",
-                     connect_timeout=2.0, idle_timeout=idle_timeout)
-
-    async def _serve(self, reader, writer):
-        self.connections += 1
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = int([line.split(b":")[1] for line in head.split(b"\r\n")
-                              if line.lower().startswith(b"content-length")][0])
-                body = await reader.readexactly(length)
-                self.requests.append((head, body))
-                if await self.script(reader, writer, len(self.requests)) == "close":
-                    break
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        writer.close()
 
 
 async def streamed(route: Route, retry: RetryPolicy = NO_RETRY, busy_reader=False):
@@ -102,8 +56,8 @@ async def streamed(route: Route, retry: RetryPolicy = NO_RETRY, busy_reader=Fals
     return received
 
 
-async def chunks_before(route: Route, failure, **match) -> list[dict]:
-    """The chunks the call yielded before it failed with `failure`."""
+async def chunks_before(route: Route, failure, **match) -> tuple[list[dict], Exception]:
+    """The chunks the call yielded before it failed with `failure`, and the failure."""
     received = []
     with pytest.raises(failure, **match) as raised:
         async with open_chat_stream(route, BODY, 0.0) as batches:
@@ -114,7 +68,7 @@ async def chunks_before(route: Route, failure, **match) -> list[dict]:
 
 def test_a_streamed_answer_arrives_whole_and_the_connection_is_kept_for_the_next_call():
     async def script(reader, writer, number):
-        await answer(writer)
+        await answer_all(writer)
 
     async def scenario():
         async with ScriptedServer(script) as server:
@@ -189,7 +143,7 @@ def test_failures_before_the_first_byte_are_retried_as_the_policy_allows():
             writer.write(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 0\r\n"
                          b"content-length: 0\r\n\r\n")
             return None
-        await answer(writer)
+        await answer_all(writer)
 
     async def scenario():
         async with ScriptedServer(script) as server:
@@ -303,45 +257,15 @@ def test_a_pooled_connection_the_server_closed_is_not_reused():
     assert run(scenario()) == ([CHUNKS[:1], CHUNKS[:1]], 2)
 
 
-def _self_signed_certificate(directory):
-    """A certificate for 127.0.0.1 and its key, as PEM files in `directory`."""
-    import datetime
-    import ipaddress
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    certificate = (
-        x509.CertificateBuilder().subject_name(name).issuer_name(name)
-        .public_key(key.public_key()).serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(
-            ipaddress.ip_address("127.0.0.1"))]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256()))
-    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
-    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return cert_path, key_path
-
-
 def test_an_https_upstream_is_verified_and_streamed(tmp_path, monkeypatch):
     import ssl
 
-    cert_path, key_path = _self_signed_certificate(tmp_path)
+    cert_path, key_path = self_signed_certificate(tmp_path)
     server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server_context.load_cert_chain(cert_path, key_path)
 
     async def script(reader, writer, number):
-        await answer(writer)
+        await answer_all(writer)
         return "close"
 
     async def scenario():
