@@ -195,6 +195,6 @@ def test_a_new_readers_first_entry_does_not_wait_for_the_shared_read():
 
 
 def test_without_first_reads_the_shared_read_serves_every_stream(monkeypatch):
-    monkeypatch.setattr("responses_app.bus.redis.FIRST_READS", 0)
+    monkeypatch.setattr("responses_app.bus.redis_reader.FIRST_READS", 0)
     test_replay_then_live_tail_gives_every_event_once(redis_bus)
     test_streams_subscribed_while_the_reader_waits_are_all_served(redis_bus)

@@ -1,0 +1,59 @@
+"""How the Redis bus lays out a response's events: the stream's key, each entry's id and
+fields, and the asyncio client its writer and reader use.
+
+Entry ids are `1-<last sequence number in the entry>`, so `starting_after=N` is a cursor
+(`XREAD` from `1-N`) and a second writer's `XADD` of an id at or below the top fails: a
+zombie run cannot interleave events. An error that ended a run before it started is the
+entry `0-1`; an end without events (a run cancelled or failed before its first event, or
+with nothing left open) is the entry `2-0`, above every event. Each Redis entry carries the
+time it was written (`t`, Unix milliseconds): one small field per write, read only by the
+admin's event view.
+"""
+import orjson
+import redis.asyncio as aioredis
+
+from .entries import Entry, now_ms
+
+KEY_PREFIX = "gw:events:"
+ERROR_ENTRY_ID = "0-1"
+END_MARKER_ID = "2-0"
+
+
+def async_client(url: str) -> aioredis.Redis:
+    """A client whose callers wait for a free connection rather than fail."""
+    pool = aioredis.BlockingConnectionPool.from_url(url, max_connections=64, timeout=20,
+                                                     socket_timeout=10, socket_connect_timeout=5)
+    return aioredis.Redis(connection_pool=pool)
+
+
+def stream_key(response_id: str) -> str:
+    return KEY_PREFIX + response_id
+
+
+def encode(entry: Entry) -> dict:
+    written_at = now_ms()
+    if entry.error is not None:
+        return {"x": orjson.dumps(entry.error), "t": written_at}
+    fields = {"f": entry.first, "d": entry.data, "t": written_at}
+    if entry.end:
+        fields["e"] = 1
+    return fields
+
+
+def entry_id_of(entry: Entry) -> str:
+    if entry.error is not None:
+        return ERROR_ENTRY_ID
+    if entry.first > entry.last:
+        return END_MARKER_ID
+    return f"1-{entry.last}"
+
+
+def decode(entry_id: bytes, fields: dict) -> Entry:
+    if b"x" in fields:
+        error = orjson.loads(fields[b"x"])
+        return Entry(first=-1, last=-1, data=b"", end=True, error=error)
+    if entry_id.startswith(b"2-"):
+        first = int(fields[b"f"])
+        return Entry(first=first, last=first - 1, data=b"", end=True)
+    last = int(entry_id.split(b"-", 1)[1])
+    return Entry(first=int(fields[b"f"]), last=last, data=fields[b"d"], end=b"e" in fields)

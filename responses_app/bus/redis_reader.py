@@ -1,0 +1,133 @@
+"""The relay side of the Redis bus: one blocking XREAD over every stream a process relays,
+fanned out to its readers, which waits `read_coalesce` between reads only while several
+streams are writing; and for a new reader, a read of its stream alone until its first
+entries arrive.
+"""
+import asyncio
+import logging
+import os
+
+import redis.asyncio as aioredis
+
+from ..errors import error_body
+from .entries import error_entry
+from .redis_codec import async_client, decode, stream_key
+from .subscription import Subscription
+
+log = logging.getLogger(__name__)
+
+READ_BLOCK_MS = 30_000
+# A new reader's first entries come from a blocking XREAD of its stream alone, on a
+# connection of its own: they reach it at once, not at the shared read's next turn (which
+# may be waiting for entries to gather). At most FIRST_READS at once per process; a
+# stream beyond that, or silent for FIRST_READ_BLOCK_MS, is served by the shared read.
+FIRST_READS = 32
+FIRST_READ_BLOCK_MS = 1_000
+
+
+class ReadHub:
+    """One blocking XREAD over every stream this process relays, fanned out to readers;
+    and for a new reader, a read of its stream alone until its first entries arrive."""
+
+    def __init__(self, bus):
+        self.bus = bus
+        self.client = async_client(bus.url)
+        # the one blocking XREAD: no socket timeout (it blocks up to READ_BLOCK_MS)
+        self.reader = aioredis.Redis.from_url(bus.url, socket_timeout=None,
+                                              socket_connect_timeout=5)
+        self.first_reader = aioredis.Redis.from_url(bus.url, socket_timeout=None,
+                                                    socket_connect_timeout=5)
+        self.first_reads: dict[Subscription, asyncio.Task] = {}
+        self.wake_key = f"gw:wake:{os.getpid()}:{os.urandom(4).hex()}"
+        self.wake_id = b"0-0"
+        self.subscribers: dict[str, set[Subscription]] = {}
+        self.task: asyncio.Task | None = None
+        # A new stream joins at the next XREAD. Only a subscribe during a blocking XREAD
+        # must wake it (a wake entry), and one wake per XREAD serves every such subscribe.
+        self.reading = False
+        self.woken = False
+
+    async def subscribe(self, response_id: str, after: int) -> Subscription:
+        key = stream_key(response_id)
+        subscription = Subscription(response_id, after, on_close=self._unsubscribe)
+        subscription.key = key
+        self.subscribers.setdefault(key, set()).add(subscription)
+        if len(self.first_reads) < FIRST_READS:
+            self.first_reads[subscription] = asyncio.ensure_future(
+                self._read_first(subscription))
+        if self.task is None or self.task.done():
+            self.task = asyncio.ensure_future(self._read_forever())
+        elif self.reading and not self.woken:
+            self.woken = True
+            try:
+                await self.client.xadd(self.wake_key, {"w": 1}, maxlen=16, approximate=True)
+            except BaseException:
+                self.woken = False  # the next subscribe tries again
+                raise
+        return subscription
+
+    async def _read_first(self, subscription: Subscription) -> None:
+        """Deliver the stream's next entries as soon as they are written (once)."""
+        cursor = "0-0" if subscription.cursor < 0 else f"1-{subscription.cursor}"
+        try:
+            reply = await self.first_reader.xread({subscription.key: cursor},
+                                                  block=FIRST_READ_BLOCK_MS)
+        except Exception as exc:  # the shared read serves the stream (and reports failures)
+            log.debug("first read of %s failed: %s", subscription.key, exc)
+            return
+        finally:
+            self.first_reads.pop(subscription, None)
+        for _, entries in reply or ():
+            for entry_id, fields in entries:
+                subscription.deliver(decode(entry_id, fields))  # the cursor drops repeats
+
+    def _unsubscribe(self, subscription: Subscription) -> None:
+        first_read = self.first_reads.pop(subscription, None)
+        if first_read is not None:
+            first_read.cancel()
+        group = self.subscribers.get(subscription.key)
+        if group is not None:
+            group.discard(subscription)
+            if not group:
+                del self.subscribers[subscription.key]
+
+    def _cursor(self, key: str) -> str:
+        lowest = min(s.cursor for s in self.subscribers[key])
+        return "0-0" if lowest < 0 else f"1-{lowest}"
+
+    async def _read_forever(self) -> None:
+        try:
+            await self.client.expire(self.wake_key, 24 * 3600)
+            while self.subscribers:
+                streams = {self.wake_key: self.wake_id}
+                for key in self.subscribers:
+                    streams[key] = self._cursor(key)
+                self.reading, self.woken = True, False
+                try:
+                    reply = await self.reader.xread(streams, block=READ_BLOCK_MS)
+                finally:
+                    self.reading = False
+                delivered = 0  # streams that had entries
+                for raw_key, entries in reply or ():
+                    key = raw_key.decode()
+                    if key == self.wake_key:
+                        self.wake_id = entries[-1][0]
+                        continue
+                    delivered += 1
+                    for subscription in list(self.subscribers.get(key, ())):
+                        for entry_id, fields in entries:
+                            subscription.deliver(decode(entry_id, fields))
+                if delivered > 1 and self.bus.read_coalesce:
+                    # under load (several streams wrote meanwhile): let entries of other
+                    # streams gather, so that the next XREAD serves many (what this one
+                    # brought is delivered already); one stream alone is read at once
+                    await asyncio.sleep(self.bus.read_coalesce)
+        except Exception as exc:  # Redis gone: every reader gets the failure
+            log.error("event stream reader failed: %s", exc)
+            failure = error_entry(503, error_body(
+                "The event stream is unavailable; retry shortly.", "server_error", None,
+                "service_unavailable"))
+            for group in self.subscribers.values():
+                for subscription in group:
+                    subscription.put(failure)
+            self.subscribers.clear()

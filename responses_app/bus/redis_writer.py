@@ -1,0 +1,165 @@
+"""The run side of the Redis bus: all writes of one event loop, sent by one flusher.
+
+Writers coalesce under load: an entry written while a flush is in flight or others wait
+gathers with them for up to `flush_interval` (entries of a stream become one Redis entry),
+and all pending streams go out in one script call (APPEND_SCRIPT: an XADD per stream, and
+its PEXPIRE when due); an entry alone goes out at once, as do urgent ones (the start, the
+first text, the end).
+"""
+import asyncio
+import logging
+
+from redis.exceptions import ResponseError
+
+from .entries import Entry, StreamFenced
+from .redis_codec import async_client, encode, entry_id_of, stream_key
+
+log = logging.getLogger(__name__)
+
+REFUSED_ID = "equal or smaller than the target stream top item"  # XADD's error for that
+
+# One flush of a process's pending entries: for each stream (KEYS[i]), ARGV holds its
+# entry id, the TTL to set in ms (0: leave it), its number of fields, then the fields.
+# A refused XADD (an id at or below the top: another writer's stream) is that stream's
+# error, the others go on. One command instead of a pipeline of one or two per stream: the
+# client's cost of a command (packing, a reply to await and parse) is paid once per flush.
+APPEND_SCRIPT = """
+local results = {}
+local at = 1
+for i, key in ipairs(KEYS) do
+    local id, ttl, fields = ARGV[at], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
+    local added = redis.pcall('XADD', key, id, unpack(ARGV, at + 3, at + 2 + 2 * fields))
+    at = at + 3 + 2 * fields
+    if type(added) == 'table' and added.err then
+        results[i] = added.err
+    else
+        if ttl > 0 then
+            redis.call('PEXPIRE', key, ttl)
+        end
+        results[i] = 1
+    end
+end
+return results
+"""
+
+class RedisLogWriter:
+    """The run's handle on one response's stream."""
+
+    def __init__(self, shared: "StreamWriter", response_id: str):
+        self.shared = shared
+        self.key = stream_key(response_id)
+
+    async def append(self, entry: Entry, urgent: bool = False) -> None:
+        await self.shared.append(self.key, entry, urgent or entry.end)
+
+    async def close(self) -> None:
+        self.shared.fenced.discard(self.key)
+        self.shared.broken.pop(self.key, None)
+
+
+class StreamWriter:
+    """All writes of one event loop: pending entries per stream, sent by one flusher.
+
+    One flush is in flight at a time (a stream's entries reach Redis in order). An entry
+    that finds nothing pending and no flush in flight goes out at once; entries that find
+    a flush in flight, or entries already waiting, gather for up to `flush_interval`
+    (batching under load only). An urgent entry starts a flush at once, or right after
+    the one in flight, and its writer waits for the flush that carried it. Waiting on
+    that flush's outcome, not on a lock, keeps an urgent entry from queueing behind
+    every other flush of a busy loop.
+    """
+
+    def __init__(self, bus):
+        self.bus = bus
+        self.client = async_client(bus.url)
+        self.append_script = self.client.register_script(APPEND_SCRIPT)
+        self.pending: dict[str, Entry] = {}
+        self.waiting: list[tuple[str, asyncio.Future]] = []  # urgent writers, by stream
+        self.fenced: set[str] = set()
+        self.broken: dict[str, Exception] = {}  # stream -> why its last flush failed
+        self.flushing = False  # the flusher task is running
+        self.due = False       # flush the pending entries without waiting for the timer
+        self.timer: asyncio.TimerHandle | None = None
+
+    async def append(self, key: str, entry: Entry, urgent: bool) -> None:
+        if key in self.fenced:
+            raise StreamFenced(key)
+        if key in self.broken:  # a background flush of this stream failed: tell the run
+            raise self.broken.pop(key)
+        previous = self.pending.get(key)
+        self.pending[key] = entry if previous is None else previous.merged(entry)
+        if not urgent:
+            if self.timer is None and not self.flushing:
+                self._flush_due()  # nothing pending or in flight: no one to wait for
+            return
+        sent = asyncio.get_running_loop().create_future()
+        self.waiting.append((key, sent))
+        self._flush_due()
+        await sent  # raises what stopped the flush that carried this entry
+        if key in self.fenced:
+            raise StreamFenced(key)
+
+    def _flush_due(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        self.due = True
+        if not self.flushing:
+            self.flushing = True
+            asyncio.ensure_future(self._flusher())
+
+    async def _flusher(self) -> None:
+        """Send flushes while one is due; leave a timer for entries still pending."""
+        try:
+            while self.due and self.pending:
+                self.due = False
+                batch, self.pending = self.pending, {}
+                waiting, self.waiting = self.waiting, []
+                failures = await self._send(batch)
+                for key, sent in waiting:
+                    if sent.done():  # its writer was cancelled meanwhile
+                        continue
+                    if key in failures:
+                        self.broken.pop(key, None)  # this run hears it now
+                        sent.set_exception(failures[key])
+                    else:
+                        sent.set_result(None)
+        finally:
+            self.flushing = False
+            self.due = False
+            if self.pending and self.timer is None:
+                self.timer = asyncio.get_running_loop().call_later(self.bus.flush_interval,
+                                                                   self._flush_due)
+
+    async def _send(self, batch: dict[str, Entry]) -> dict[str, Exception]:
+        """One script call for the batch; the streams whose write failed, with the failure
+        (also kept in `broken`, for writers that did not wait). Refused writes fence."""
+        keys, args = list(batch), []
+        for entry in batch.values():
+            ttl = 0
+            if entry.end:
+                ttl = self.bus.retention_ms
+            elif entry.first == 0:
+                ttl = self.bus.running_ttl_ms
+            fields = encode(entry)
+            args += (entry_id_of(entry), ttl, len(fields))
+            for name, value in fields.items():
+                args += (name, value)
+        failures = {}
+        try:
+            results = await self.append_script(keys=keys, args=args)
+        except Exception as exc:  # Redis unreachable: every run in the batch must know
+            log.warning("event stream flush failed: %s", exc)
+            failures = dict.fromkeys(batch, exc)
+        else:
+            for key, result in zip(keys, results):
+                if result == 1:
+                    continue
+                error = result.decode(errors="replace")
+                if REFUSED_ID in error:  # another writer owns the stream
+                    log.warning("event stream %s refused a write: %s", key, error)
+                    self.fenced.add(key)
+                else:
+                    failures[key] = ResponseError(error)
+        self.broken.update(failures)
+        return failures
