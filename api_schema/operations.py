@@ -50,7 +50,7 @@ create_response = dict(
     summary="Create a response",
     description="Runs the model (routed by name) and answers with the response object, or, "
                 "with `stream: true`, the Responses event stream as server-sent events ending "
-                "in `data: [DONE]`. Served by the ASGI front (responses_app.asgi_front).",
+                "in `data: [DONE]`. Served by an async view (responses_app.stream_views).",
     request={"application/json": ref("CreateResponseRequest")},
     responses={
         (200, "application/json"): OpenApiResponse(ref("Response"), description="The response."),

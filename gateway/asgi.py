@@ -1,5 +1,6 @@
-"""The ASGI application served by Daphne: `POST /v1/responses` takes the lean front in
-responses_app.asgi_front; everything else (the other /v1 endpoints, admin) is Django."""
+"""The ASGI application served by Daphne: every HTTP request is Django's (the streaming
+endpoints are async views, responses_app/stream_views.py); WebSocket handshakes are
+refused for now (responses_app/websocket.py)."""
 import os
 
 from channels.routing import ProtocolTypeRouter
@@ -13,7 +14,7 @@ from django.conf import settings  # noqa: E402
 
 from gateway import twisted_tuning  # noqa: E402
 from responses_app import watchdog  # noqa: E402
-from responses_app.asgi_front import refuse_websocket, route_hot_paths  # noqa: E402
+from responses_app.websocket import refuse_websocket  # noqa: E402
 
 
 twisted_tuning.install()
@@ -22,6 +23,6 @@ twisted_tuning.install()
 watchdog.start_background_thread(beat=settings.EMBEDDED)
 
 application = ProtocolTypeRouter({
-    "http": route_hot_paths(django_app),
+    "http": django_app,
     "websocket": refuse_websocket,
 })

@@ -3,9 +3,13 @@
 Every error a client sees is `{"error": {"message", "type", "param", "code"}}` with the
 right HTTP status, whether it was raised by our code, by DRF or by Django.
 """
+import logging
+
 from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse
 from rest_framework import exceptions as drf_exceptions
+
+log = logging.getLogger(__name__)
 
 
 class APIError(Exception):
@@ -65,7 +69,22 @@ def error_response(exc: APIError) -> JsonResponse:
     response = JsonResponse(error_body(exc.message, exc.type, exc.param, exc.code), status=exc.status)
     for name, value in exc.headers.items():
         response[name] = value
+    if exc.status == 401:
+        response["WWW-Authenticate"] = "Bearer"
     return response
+
+
+def render_exception(exc: BaseException, request) -> JsonResponse:
+    """The JSON answer to an exception a /v1 request raised (a 500 if it is unknown)."""
+    api_error = as_api_error(exc)
+    if api_error is None:
+        log.exception("unhandled error on %s %s", request.method, request.path,
+                      exc_info=exc)
+        api_error = ServerError("The server had an error while processing your request.")
+    elif api_error.status == 503:  # an outage, or an overload: say which
+        log.warning("answered 503 on %s %s (%s): %r", request.method, request.path,
+                    api_error.message, exc)
+    return error_response(api_error)
 
 
 def as_api_error(exc: BaseException) -> APIError | None:
@@ -121,10 +140,6 @@ def _detail(exc) -> str:
 
 def drf_exception_handler(exc, context):
     """DRF's EXCEPTION_HANDLER: render every DRF and API error in our shape."""
-    api_error = as_api_error(exc)
-    if api_error is None:
+    if as_api_error(exc) is None:
         return None  # unknown: re-raised, then rendered as a 500 by ApiErrorMiddleware
-    response = error_response(api_error)
-    if api_error.status == 401:
-        response["WWW-Authenticate"] = "Bearer"
-    return response
+    return render_exception(exc, context["request"])

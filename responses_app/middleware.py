@@ -1,11 +1,7 @@
 """Under /v1, no HTML ever: uncaught exceptions and error pages become JSON errors."""
-import logging
-
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 
-from .errors import ServerError, as_api_error, error_response
-
-log = logging.getLogger(__name__)
+from .errors import render_exception
 
 
 class ApiErrorMiddleware:
@@ -31,9 +27,5 @@ class ApiErrorMiddleware:
     def process_exception(self, request, exception):
         if not request.path.startswith("/v1/"):
             return None
-        api_error = as_api_error(exception)
-        if api_error is None:
-            log.exception("unhandled error on %s %s", request.method, request.path)
-            api_error = ServerError("The server had an error while processing your request.")
-        return error_response(api_error)
+        return render_exception(exception, request)
 

@@ -3,12 +3,12 @@ earlier URLconf matched (gateway/urls.py includes the others first) is a JSON 40
 from django.urls import path, re_path
 
 from . import url_converters  # noqa: F401  (registers <id:...>)
-from . import views
+from . import stream_views, views
 
 urlpatterns = [
-    path("responses", views.create_response),
+    path("responses", stream_views.response_collection),
     path("responses/compact", views.not_found),
-    path("responses/<id:response_id>", views.ResponseDetail.as_view()),
+    path("responses/<id:response_id>", stream_views.response_detail),
     path("responses/<id:response_id>/input_items", views.ResponseInputItems.as_view()),
     path("responses/<id:response_id>/cancel", views.ResponseCancel.as_view()),
     path("models", views.ModelList.as_view()),

@@ -1,6 +1,7 @@
 """The /v1 endpoints. Thin: authenticate, validate, call a service or selector, render.
 
-`POST /v1/responses` is served by the ASGI front (asgi_front.py); the rest are DRF views.
+`POST /v1/responses` and `GET /v1/responses/{id}?stream=true` are async views
+(stream_views.py); the rest are DRF views.
 """
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework.response import Response
@@ -12,16 +13,12 @@ from .paging import page_params
 
 
 class ResponseCollection(APIView):
-    """POST is served by the ASGI front (asgi_front.py), which Django never sees; this view
-    carries its OpenAPI description (api_schema) and answers other methods with a 405."""
+    """POST is the async view stream_views.create_response; this view carries its OpenAPI
+    description (api_schema) and answers other methods with a 405."""
 
-    def post(self, request):
-        raise APIError("POST /v1/responses is served by the ASGI application "
-                       "(gateway.asgi); this server runs without it.", status=405,
-                       code="method_not_allowed")
-
-
-create_response = ResponseCollection.as_view()
+    def post(self, request):  # never called: stream_views routes POST to the async view
+        raise APIError("POST /v1/responses is served by stream_views.create_response.",
+                       status=405, code="method_not_allowed")
 
 
 class ResponseDetail(APIView):
@@ -54,9 +51,6 @@ class ModelList(APIView):
 @csrf_exempt  # an API route: no CSRF page for an unknown POST/DELETE, a JSON 404
 def not_found(request, *args, **kwargs):
     raise NotFound(f"Unknown route: {request.method} {request.path}.", code="unknown_route")
-
-
-
 
 
 def csrf_failure(request, reason=""):

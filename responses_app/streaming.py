@@ -1,0 +1,143 @@
+"""What every front door does to start or follow a response, whatever its transport.
+
+The HTTP views (stream_views.py) use it for `POST /v1/responses` and
+`GET /v1/responses/{id}?stream=true`; a WebSocket consumer takes the same calls for its
+`response.create` frames: admit the caller (API key, rate limits, quotas), validate the
+create body, write the row and send the run, subscribe to the run's events before it can
+publish any, and stop a `store: false` run nobody is left to read. The subscription is then
+relayed (relay.py for HTTP). A front passes an `exchange`: the request id, and the headers
+its answer carries (admission adds the rate-limit headers).
+
+Nothing here waits for a database thread when it need not: a request whose key and limits
+are remembered and that reads nothing stored (no chain, conversation or MCP tools) is
+admitted and validated on the event loop, and its row is written from there
+(loop_rows.py); everything else goes to the database threads (db_threads.py).
+"""
+import logging
+import time
+
+import orjson
+from django.conf import settings
+
+from accounting import ratelimit
+from observability.request_context import bind_request_id
+
+from . import services
+from .auth import remembered_principal, resolve_api_key
+from .bus import event_bus
+from .cancellation import cancellation
+from .create_request import NUL_MESSAGE, contains_nul, parse_create_request
+from .db_threads import run_db
+from .errors import InvalidRequest, NotFound
+from .models import TERMINAL_STATUSES, StoredResponse
+
+log = logging.getLogger(__name__)
+
+# A run that ended this recently may not have published its end yet: follow, don't refuse.
+JUST_ENDED_SECONDS = 10
+
+
+async def create(authorization: str | None, body: bytes, exchange):
+    """Admit, validate and create the response: its row, its run sent, and (unless it is a
+    plain background response) its events subscribed to before the run can publish any.
+    Returns (row, create request, subscription or None)."""
+    if _admits_without_io(authorization):
+        principal, admission = _admit(authorization, body, exchange)
+    else:
+        principal, admission = await run_db(_admit, authorization, body, exchange)
+    subscription = None
+    try:
+        request = parse_body(body)
+        context = {"request_id": exchange.request_id, **admission.run_context()}
+        if services.needs_lookups(request):
+            new = await run_db(_prepare, principal.tenant, request, context)
+        else:
+            new = services.response_prepare(principal.tenant, request, context)
+        if request.stream or not request.background:
+            subscription = await event_bus().subscribe(new.row.id)
+        await services.response_start(new)
+    except BaseException:
+        if subscription is not None:
+            subscription.close()
+        if admission.limited:  # no run will settle it
+            await run_db(ratelimit.cancel, admission)
+        raise
+    return new.row, request, subscription
+
+
+def parse_body(body: bytes):
+    """The create request of a JSON body (InvalidRequest if it is not one)."""
+    try:
+        payload = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidRequest(f"We could not parse the JSON body of your request: {exc}.",
+                             code="invalid_json") from None
+    if b"\\u0000" in body and contains_nul(payload):  # Postgres text cannot hold NUL
+        raise InvalidRequest(NUL_MESSAGE, code="invalid_value")
+    return parse_create_request(payload)
+
+
+def _admits_without_io(authorization) -> bool:
+    """A key accepted lately, of a tenant without limits: admitting it reads nothing."""
+    principal = remembered_principal(authorization)
+    return principal is not None and ratelimit.admits_without_io(principal)
+
+
+def _admit(authorization, body, exchange):
+    """The caller and its admission (on a database thread unless it reads nothing)."""
+    bind_request_id(exchange.request_id)  # this thread logs for this request
+    principal = resolve_api_key(authorization)
+    admission = ratelimit.admit(principal, tokens=ratelimit.estimate_tokens(body), run=True)
+    exchange.headers.update(admission.headers)
+    return principal, admission
+
+
+def _prepare(tenant, request, context):
+    bind_request_id(context["request_id"])
+    return services.response_prepare(tenant, request, context)
+
+
+async def cancel_abandoned(response_id: str) -> None:
+    """A store=false run whose client left: nobody can ever read the rest, so stop it."""
+    try:
+        await run_db(cancellation().request_cancel, response_id)
+    except Exception as exc:
+        log.warning("could not cancel abandoned run %s: %s", response_id, exc)
+
+
+async def follow(authorization: str | None, response_id: str, after: int, exchange):
+    """A subscription replaying a stored response's events after `after`, then following
+    live ones; NotFound if it is not the caller's or its events are no longer kept."""
+    status, completed_at = await run_db(_resume_check, authorization, response_id, exchange)
+    just_ended = min(JUST_ENDED_SECONDS, settings.EVENT_RETENTION_SECONDS / 2)
+    ended_long_ago = status in TERMINAL_STATUSES and time.time() - completed_at > just_ended
+    if ended_long_ago and not await event_bus().retained(response_id):
+        raise NotFound(
+            f"The event stream of response '{response_id}' is no longer retained (events "
+            f"are kept {settings.EVENT_RETENTION_SECONDS} s after a response ends); "
+            "retrieve the response without stream=true.", code="event_stream_expired")
+    return await event_bus().subscribe(response_id, after)
+
+
+def starting_after(value: str | None) -> int:
+    """The `starting_after` parameter: a sequence number, or -1 (from the start)."""
+    try:
+        after = int(value if value is not None else "-1")
+    except ValueError:
+        after = -2
+    if after < -1:
+        raise InvalidRequest("'starting_after' must be a sequence number (an integer >= 0).",
+                             param="starting_after", code="invalid_value")
+    return after
+
+
+def _resume_check(authorization, response_id: str, exchange) -> tuple[str, float]:
+    bind_request_id(exchange.request_id)
+    principal = resolve_api_key(authorization)
+    exchange.headers.update(ratelimit.admit(principal).headers)
+    row = (StoredResponse.objects.filter(id=response_id, tenant=principal.tenant, store=True)
+           .only("status", "completed_at", "created_at").first())
+    if row is None:
+        raise NotFound(f"No response found with id '{response_id}'.")
+    ended = row.completed_at or row.created_at
+    return row.status, ended.timestamp()
