@@ -1,6 +1,7 @@
-"""The ASGI application served by Daphne: every HTTP request is Django's (the streaming
-endpoints are async views, responses_app/stream_views.py); WebSocket handshakes are
-refused for now (responses_app/websocket.py)."""
+"""The ASGI application served by Daphne: HTTP is Django's, the streaming views
+(responses_app/stream_views.py) through the ASGI front that skips the middleware chain
+(responses_app/asgi_front.py); WebSocket handshakes are refused for now
+(responses_app/websocket.py)."""
 import os
 
 from channels.routing import ProtocolTypeRouter
@@ -14,6 +15,7 @@ from django.conf import settings  # noqa: E402
 
 from gateway import twisted_tuning  # noqa: E402
 from responses_app import watchdog  # noqa: E402
+from responses_app.asgi_front import serve_streaming_views  # noqa: E402
 from responses_app.websocket import refuse_websocket  # noqa: E402
 
 
@@ -23,6 +25,6 @@ twisted_tuning.install()
 watchdog.start_background_thread(beat=settings.EMBEDDED)
 
 application = ProtocolTypeRouter({
-    "http": django_app,
+    "http": serve_streaming_views(django_app),
     "websocket": refuse_websocket,
 })

@@ -1,7 +1,7 @@
 """Observing one HTTP exchange: request id, access log line, request counter.
 
-Used by both fronts: the Django middleware below (every route but the ASGI front's) and
-the ASGI front (POST /v1/responses).
+Every request goes through begin_exchange and finish_exchange: from the Django middleware
+below, or from the ASGI front of the streaming views (responses_app/asgi_front.py).
 """
 import logging
 import time
@@ -42,28 +42,32 @@ def add_response_headers(request, headers: dict) -> None:
         exchange.headers.update(headers)
 
 
+def begin_exchange(request) -> Exchange:
+    """Start observing a Django request (request.exchange), whichever front serves it."""
+    request.exchange = Exchange(request.method, request.headers.get(HEADER))
+    return request.exchange
+
+
+def finish_exchange(request, response, exchange: Exchange):
+    """The response with the exchange's headers; the request counted and logged."""
+    for name, value in exchange.headers.items():
+        response[name] = value
+    match = request.resolver_match
+    exchange.answered(match.route if match else "unmatched", request.path,
+                      response.status_code)
+    return response
+
+
 @sync_and_async_middleware
 def exchange_middleware(get_response):
     """Django middleware: request id in and out, headers added by services, metrics, log."""
 
-    def begin(request) -> Exchange:
-        request.exchange = Exchange(request.method, request.headers.get(HEADER))
-        return request.exchange
-
-    def finish(request, response, exchange: Exchange):
-        for name, value in exchange.headers.items():
-            response[name] = value
-        match = request.resolver_match
-        exchange.answered(match.route if match else "unmatched", request.path,
-                          response.status_code)
-        return response
-
     if iscoroutinefunction(get_response):
         async def middleware(request):
-            exchange = begin(request)
-            return finish(request, await get_response(request), exchange)
+            exchange = begin_exchange(request)
+            return finish_exchange(request, await get_response(request), exchange)
     else:
         def middleware(request):
-            exchange = begin(request)
-            return finish(request, get_response(request), exchange)
+            exchange = begin_exchange(request)
+            return finish_exchange(request, get_response(request), exchange)
     return middleware

@@ -5,7 +5,7 @@ right HTTP status, whether it was raised by our code, by DRF or by Django.
 """
 import logging
 
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import JsonResponse
 from rest_framework import exceptions as drf_exceptions
 
@@ -93,6 +93,8 @@ def as_api_error(exc: BaseException) -> APIError | None:
         return exc
     if isinstance(exc, RequestDataTooBig):
         return BodyTooLarge("The request body is larger than this server accepts.")
+    if isinstance(exc, SuspiciousOperation):  # a Host not in ALLOWED_HOSTS, and the like
+        return InvalidRequest("Bad request (check the Host header).", code="bad_request")
     if isinstance(exc, drf_exceptions.NotAuthenticated | drf_exceptions.AuthenticationFailed):
         return AuthenticationError(_detail(exc) or "Missing or invalid API key.")
     if isinstance(exc, drf_exceptions.ParseError):

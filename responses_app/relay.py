@@ -8,7 +8,7 @@ whenever nothing flowed for SSE_KEEPALIVE_SECONDS, and `data: [DONE]` after the 
 Replies are front-agnostic: a status, headers and either a body or an async byte stream.
 """
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Awaitable, Callable
+from typing import AsyncIterator
 
 import orjson
 from django.conf import settings
@@ -30,8 +30,6 @@ class Reply:
     headers: list = field(default_factory=list)
     body: bytes = b""
     stream: AsyncIterator[bytes] | None = None
-    # called (a coroutine function) when the client leaves before the stream ended
-    on_disconnect: Callable[[], Awaitable[None]] | None = None
 
 
 def json_reply(status: int, payload: dict, headers: dict | None = None) -> Reply:

@@ -2,10 +2,11 @@
 `GET /v1/responses/{id}?stream=true` (resume).
 
 They run on the event loop from start to end (a stream never holds a database thread):
-the request goes through Django's middleware like every other (Host check, body limit,
-request id, metrics, JSON errors), then streaming.py admits, validates and creates or
-follows the response, and relay.py turns its events into the answer. Every other method
-of these routes is the DRF view's, which also carries the route's OpenAPI description.
+streaming.py admits, validates and creates or follows the response, and relay.py turns
+its events into the answer. Daphne serves them through the ASGI front (asgi_front.py),
+Django's test client through the middleware; both check the Host, count and log the
+request and render errors with the same code. Every other method of these routes is the
+DRF view's, which also carries the route's OpenAPI description.
 """
 import asyncio
 from functools import wraps
@@ -21,19 +22,21 @@ from .errors import BodyTooLarge
 CLIENT_CLOSED = 499  # nginx's "client closed request", counted when a client leaves
 
 
-def _with_drf_view(drf_view_class, handles):
-    """A route's view: `handles(request)` picks the async handler for a request, or None
-    for the DRF view (the route's other methods; the OpenAPI document reads `cls`)."""
+def _with_drf_view(drf_view_class, streaming_handler):
+    """A route's view: `streaming_handler(method, query)` picks the async view of a
+    request, or None for the DRF view (the route's other methods; the OpenAPI document
+    reads its `cls`). The ASGI front (asgi_front.py) asks the same question."""
     drf_view = drf_view_class.as_view()
     drf_view_async = sync_to_async(drf_view)
 
     @wraps(drf_view)
     async def view(request, *args, **kwargs):
-        handler = handles(request)
+        handler = streaming_handler(request.method, request.GET)
         if handler is None:
             return await drf_view_async(request, *args, **kwargs)
         return await handler(request, *args, **kwargs)
 
+    view.streaming_handler = streaming_handler
     return csrf_exempt(view)
 
 
@@ -105,12 +108,12 @@ async def _until_left(stream, cancel_if_left: str | None):
             await streaming.cancel_abandoned(cancel_if_left)
 
 
-def _create_handler(request):
-    return create_response if request.method == "POST" else None
+def _create_handler(method: str, query):
+    return create_response if method == "POST" else None
 
 
-def _resume_handler(request):
-    if request.method == "GET" and (_last(request.GET, "stream") or "").lower() == "true":
+def _resume_handler(method: str, query):
+    if method == "GET" and (_last(query, "stream") or "").lower() == "true":
         return resume_response
     return None
 

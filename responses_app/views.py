@@ -3,12 +3,13 @@
 `POST /v1/responses` and `GET /v1/responses/{id}?stream=true` are async views
 (stream_views.py); the rest are DRF views.
 """
+from django.core.exceptions import SuspiciousOperation
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import models_catalog, selectors, services
-from .errors import APIError, InvalidRequest, NotFound, ServerError, error_response
+from .errors import APIError, NotFound, ServerError, error_response, render_exception
 from .paging import page_params
 
 
@@ -68,8 +69,9 @@ def bad_request(request, exception=None):
         from django.views.defaults import bad_request as django_bad_request
 
         return django_bad_request(request, exception)
-    return error_response(InvalidRequest("Bad request (check the Host header).",
-                                         code="bad_request"))
+    if not isinstance(exception, SuspiciousOperation):
+        exception = SuspiciousOperation()  # any other early 400 answers as a bad Host does
+    return render_exception(exception, request)
 
 
 def server_error(request):

@@ -1,0 +1,92 @@
+"""The streaming views served without Django's middleware chain: an ASGI app in front of
+Django's ASGI handler (django.core.handlers.asgi.ASGIHandler, which it replaces for these
+requests only).
+
+The library's way is Django's handler: it is what serves these views when this front is
+not installed (tests through Django's client) and every other request. Its cost on this
+path is the middleware chain (each MiddlewareMixin hook a hop to a thread; every
+request, a stream too, gets a thread of its own) and the request signals; the paired
+benchmark runs that keep this front are in the commit that made it this thin.
+
+Everything else is the library's or shared with Django's route, once: Django resolves the
+URL, reads the body and builds the request (ASGIHandler.read_body, ASGIRequest), checks
+the Host (HttpRequest.get_host) and sends the response (ASGIHandler.send_response); the
+views are stream_views'; the request id, metrics and access log are
+observability.http's exchange; errors render through errors.render_exception, as
+ApiErrorMiddleware does.
+"""
+import asyncio
+
+from django.core.exceptions import RequestAborted
+from django.http import QueryDict
+from django.urls import Resolver404, resolve
+
+from observability.http import begin_exchange, finish_exchange
+
+from .errors import render_exception
+
+PREFIX = "/v1/responses"
+
+
+def streaming_route(scope):
+    """(async view handler, resolver match) when a stream view takes this request."""
+    path = scope["path"]
+    if not path.startswith(PREFIX):
+        return None
+    try:
+        match = resolve(path)
+    except Resolver404:
+        return None
+    chooser = getattr(match.func, "streaming_handler", None)
+    if chooser is None:
+        return None
+    query = QueryDict(scope["query_string"].decode("latin-1"))
+    handler = chooser(scope["method"], query)
+    return None if handler is None else (handler, match)
+
+
+def serve_streaming_views(django_app):
+    """An ASGI app: the streaming views' requests here, everything else to Django."""
+
+    async def application(scope, receive, send):
+        route = streaming_route(scope) if scope["type"] == "http" else None
+        if route is None:
+            return await django_app(scope, receive, send)
+        try:
+            body_file = await django_app.read_body(receive)
+        except RequestAborted:
+            return
+        try:
+            request = django_app.request_class(scope, body_file)
+            request.resolver_match = route[1]
+            await _until_disconnected(_respond(django_app, request, *route, send), django_app,
+                                      receive)
+        finally:
+            body_file.close()
+
+    return application
+
+
+async def _respond(django_app, request, handler, match, send) -> None:
+    exchange = begin_exchange(request)
+    try:
+        request.get_host()  # Django's Host check (DisallowedHost: a JSON 400)
+        response = await handler(request, *match.args, **match.kwargs)
+    except Exception as exc:
+        response = render_exception(exc, request)
+    await django_app.send_response(finish_exchange(request, response, exchange), send)
+
+
+async def _until_disconnected(work, django_app, receive) -> None:
+    """Run `work`, cancelled if the client leaves first (the views handle that), as
+    ASGIHandler.handle does."""
+    tasks = [asyncio.ensure_future(django_app.listen_for_disconnect(receive)),
+             asyncio.ensure_future(work)]
+    await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    for task in tasks:
+        if not task.done():
+            task.cancel()
+        try:
+            await task
+        except (asyncio.CancelledError, RequestAborted):
+            pass
