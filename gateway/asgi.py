@@ -13,13 +13,10 @@ django_app = get_asgi_application()
 
 from django.conf import settings  # noqa: E402
 
-from gateway import twisted_tuning  # noqa: E402
 from responses_app import watchdog  # noqa: E402
 from responses_app.asgi_front import serve_streaming_views  # noqa: E402
 from responses_app.websocket import refuse_websocket  # noqa: E402
 
-
-twisted_tuning.install()
 
 # Every web process watches for runs whose worker died; embedded, it is the worker too.
 watchdog.start_background_thread(beat=settings.EMBEDDED)
