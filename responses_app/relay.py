@@ -8,7 +8,7 @@ whenever nothing flowed for SSE_KEEPALIVE_SECONDS, and `data: [DONE]` after the 
 Replies are front-agnostic: a status, headers and either a body or an async byte stream.
 """
 from dataclasses import dataclass, field
-from typing import AsyncIterator
+from typing import AsyncIterator, Awaitable, Callable
 
 import orjson
 from django.conf import settings
@@ -19,6 +19,9 @@ from .bus import KEEPALIVE
 from .bus.entries import Entry
 from .errors import ServiceUnavailable, error_body
 from .translation.sse import DONE, KEEPALIVE as KEEPALIVE_BYTES, event_of_block, split_blocks
+
+# called when a stream stops before the run's end: its client left
+Abandoned = Callable[[], Awaitable[None]] | None
 
 SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
                (b"x-accel-buffering", b"no")]
@@ -37,8 +40,9 @@ def json_reply(status: int, payload: dict, headers: dict | None = None) -> Reply
     return Reply(status, [(b"content-type", b"application/json"), *extra], orjson.dumps(payload))
 
 
-async def stream_reply(subscription) -> Reply:
-    """Relay the subscribed events as an SSE stream, once the first is there."""
+async def stream_reply(subscription, abandoned: Abandoned = None) -> Reply:
+    """Relay the subscribed events as an SSE stream, once the first is there; `abandoned`
+    is awaited if the stream stops before the run's end (the client left)."""
     try:
         first = await _first_entry(subscription)
     except BaseException:
@@ -47,15 +51,15 @@ async def stream_reply(subscription) -> Reply:
     if first.error is not None:
         subscription.close()
         return _error_reply(first)
-    return Reply(200, SSE_HEADERS, stream=_sse_body(subscription, first))
+    return Reply(200, SSE_HEADERS, stream=_sse_body(subscription, first, abandoned))
 
 
-def resume_reply(subscription) -> Reply:
+def resume_reply(subscription, abandoned: Abandoned = None) -> Reply:
     """Replay the subscribed events, then follow live ones until the end.
 
     Unlike a fresh stream it answers at once: the run may still be queued behind others,
     and keep-alives hold the connection meanwhile."""
-    return Reply(200, SSE_HEADERS, stream=_sse_body(subscription, None))
+    return Reply(200, SSE_HEADERS, stream=_sse_body(subscription, None, abandoned))
 
 
 async def final_reply(subscription) -> Reply:
@@ -95,9 +99,10 @@ def _error_reply(entry: Entry) -> Reply:
     return json_reply(error["status"], error["body"], error.get("headers"))
 
 
-async def _sse_body(subscription, first: Entry | None):
+async def _sse_body(subscription, first: Entry | None, abandoned: Abandoned):
     keepalive = settings.SSE_KEEPALIVE_SECONDS
     pending = subscription.pending
+    finished = False
     ACTIVE_STREAMS.inc()
     try:
         entry = first if first is not None else await subscription.get(keepalive)
@@ -105,6 +110,7 @@ async def _sse_body(subscription, first: Entry | None):
             if entry is KEEPALIVE:
                 yield KEEPALIVE_BYTES
             elif entry.error is not None:
+                finished = True
                 return  # the bus failed under us; the client can resume or GET the response
             else:
                 chunks = [entry.data]
@@ -120,8 +126,11 @@ async def _sse_body(subscription, first: Entry | None):
                 yield b"".join(chunks)
                 EVENTS_RELAYED.inc(events)
                 if entry.end:
+                    finished = True
                     return
             entry = await subscription.get(keepalive)
     finally:
         ACTIVE_STREAMS.dec()
         subscription.close()
+        if not finished and abandoned is not None:
+            await abandoned()

@@ -9,7 +9,7 @@ request and render errors with the same code. Every other method of these routes
 DRF view's, which also carries the route's OpenAPI description.
 """
 import asyncio
-from functools import wraps
+from functools import partial, wraps
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -45,21 +45,23 @@ async def create_response(request):
     body = _body(request)
     row, create, subscription = await streaming.create(
         request.headers.get("Authorization"), body, exchange)
+    # a store=false run whose client leaves: nobody can ever read the rest, so stop it
+    abandoned = None if create.store else partial(streaming.cancel_abandoned, row.id)
     if create.background:
         if not create.stream:
             return _django(relay.json_reply(200, row.resource))
-        reply = relay.resume_reply(subscription)
+        reply = relay.resume_reply(subscription, abandoned)
     elif create.stream:
-        reply = await relay.stream_reply(subscription)
+        reply = await relay.stream_reply(subscription, abandoned)
     else:
         try:
             reply = await relay.final_reply(subscription)
         except asyncio.CancelledError:  # the client left while the run went on
-            if not create.store:
-                await streaming.cancel_abandoned(row.id)
+            if abandoned is not None:
+                await abandoned()
             exchange.answered(request.resolver_match.route, request.path, CLIENT_CLOSED)
             raise
-    return _django(reply, None if create.store else row.id)
+    return _django(reply)
 
 
 async def resume_response(request, response_id: str):
@@ -83,29 +85,15 @@ def _last(query, name: str) -> str | None:
     return values[-1] if values else None
 
 
-def _django(reply: relay.Reply, cancel_if_left: str | None = None):
-    """A relay Reply as a Django response; a stream whose client leaves before its end
-    cancels the run `cancel_if_left` (a store=false run nobody else can read)."""
+def _django(reply: relay.Reply):
+    """A relay Reply as a Django response."""
     if reply.stream is None:
         response = HttpResponse(reply.body, status=reply.status)
     else:
-        response = StreamingHttpResponse(_until_left(reply.stream, cancel_if_left),
-                                         status=reply.status)
+        response = StreamingHttpResponse(reply.stream, status=reply.status)
     for name, value in reply.headers:
         response[name.decode("latin-1")] = value.decode("latin-1")
     return response
-
-
-async def _until_left(stream, cancel_if_left: str | None):
-    ended = False
-    try:
-        async for chunk in stream:
-            yield chunk
-        ended = True
-    finally:
-        await stream.aclose()
-        if not ended and cancel_if_left is not None:
-            await streaming.cancel_abandoned(cancel_if_left)
 
 
 def _create_handler(method: str, query):
