@@ -5,7 +5,6 @@ Requests and tokens per minute are leaky buckets (a level that drains `limit` pe
 kept as a hash {level, at}); concurrent runs are sorted sets of run slots scored by their
 lease expiry, so a slot whose worker died lapses on its own. Redis's clock is the clock.
 """
-from functools import lru_cache
 
 import redis
 
@@ -128,6 +127,8 @@ class RedisLimiter:
         self._settle(keys=keys, args=args)
 
 
-@lru_cache(maxsize=4)
-def redis_limiter(url: str) -> RedisLimiter:
-    return RedisLimiter(url)
+def limiter_from_settings() -> RedisLimiter:
+    """The deployment's limiter (see responses_app/backends.py)."""
+    from django.conf import settings
+
+    return RedisLimiter(settings.REDIS_URL)

@@ -27,6 +27,7 @@ from django.db.models import Sum
 from redis.exceptions import RedisError
 
 from observability.metrics import RATE_LIMITED
+from responses_app import backends
 from responses_app.errors import APIError, ServiceUnavailable
 
 from .limiter_plan import AdmissionPlan, Bucket, RunSet, Settlement
@@ -69,14 +70,9 @@ class Admission:
 
 @lru_cache(maxsize=1)
 def limiter():
-    """The process's limiter: Redis in production, in-process in the embedded mode."""
-    if settings.EMBEDDED:
-        from .limiter_memory import MemoryLimiter
-
-        return MemoryLimiter()
-    from .limiter_redis import redis_limiter
-
-    return redis_limiter(settings.REDIS_URL)
+    """The process's limiter: Redis in production, in-process in the embedded mode
+    (responses_app/backends.py)."""
+    return backends.build("limiter")
 
 
 def estimate_tokens(body: bytes) -> int:

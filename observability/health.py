@@ -1,15 +1,16 @@
 """Liveness and readiness: is the process up; can it serve (database, Redis, a worker)?"""
-from django.conf import settings
 from django.db import connection
 
-from .redis_client import probe_client
+from responses_app import backends
 from responses_app.worker.heartbeat import heartbeats
+
+from .redis_client import probe_client
 
 
 def readiness() -> dict:
     """Each dependency's state, and `ready` if all of them are fine."""
     checks = {"database": _database()}
-    if settings.EMBEDDED:
+    if backends.in_process():
         checks["redis"] = {"ok": True, "detail": "not used (embedded mode)"}
         checks["workers"] = {"ok": True, "detail": "in-process (embedded mode)"}
     else:

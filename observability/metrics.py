@@ -42,17 +42,16 @@ class _ScrapeTimeCollector:
     """Gauges read when scraped: the run queue's depth and the live workers."""
 
     def collect(self):
-        from django.conf import settings
-
-        if settings.EMBEDDED:
-            return
-        from .redis_client import probe_client
+        from responses_app import backends
+        from responses_app.jobs import RUN_QUEUE_KEY
         from responses_app.worker.heartbeat import heartbeats
 
+        from .redis_client import probe_client
+
+        if backends.in_process():
+            return
         try:
             client = probe_client()
-            from responses_app.dispatch import RUN_QUEUE_KEY
-
             depth = client.llen(RUN_QUEUE_KEY)
             workers = len(heartbeats().live_workers(client))
         except Exception as exc:  # a scrape must not fail because Redis did

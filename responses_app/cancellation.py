@@ -3,7 +3,7 @@
 A cancel request is a Redis key (`gw:cancel:<id>`, seen by a run that starts watching
 late) plus a message on the `gw:cancel` channel, which one listener per worker event loop
 turns into a call of the watching run's callback. Embedded, both halves live in one
-process and a dict does the same. The run decides what cancelling means (it stops its
+process (the embedded mode) and a dict does the same. The run decides what cancelling means (it stops its
 upstream call and tool calls, stores what was produced and ends its event stream).
 """
 import asyncio
@@ -13,6 +13,7 @@ from functools import lru_cache
 
 from django.conf import settings
 
+from . import backends
 from .redis_client import async_redis, sync_redis
 
 log = logging.getLogger(__name__)
@@ -23,9 +24,8 @@ KEY_PREFIX = "gw:cancel:"
 
 @lru_cache(maxsize=1)
 def cancellation():
-    if settings.EMBEDDED:
-        return MemoryCancellation()
-    return RedisCancellation()
+    """The process's cancellation of this deployment (backends.py)."""
+    return backends.build("cancellation")
 
 
 class Watch:

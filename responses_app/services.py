@@ -18,10 +18,11 @@ from .bus.entries import Entry
 from .cancellation import cancellation
 from .create_request import CreateRequest
 from .db_threads import run_db
-from .dispatch import job_columns, send_run
+from .dispatch import dispatcher
 from .errors import InvalidRequest, NotFound
 from .ids import new_id
 from .item_references import resolve_item_references
+from .jobs import JOB_COLUMNS, Job
 from .models import TERMINAL_STATUSES, ResponseStatus, StoredResponse, Tenant
 from .reasoning_token import open_sealed
 from .translation.resource import new_response_resource
@@ -38,7 +39,7 @@ class NewResponse:
     reach the upstream.)"""
 
     row: StoredResponse
-    job: dict | None
+    job: Job
 
 
 def needs_lookups(create: CreateRequest) -> bool:
@@ -80,8 +81,9 @@ def response_prepare(tenant: Tenant, create: CreateRequest,
                  "include": create.include, "context": context or {}},
         input_items=input_items, resource=resource,
     )
-    return NewResponse(row, None if create.background or needs_lookups(create)
-                       else job_columns(row))
+    carried = not (create.background or needs_lookups(create))
+    return NewResponse(row, Job(id=response_id, carried=carried, **{
+        name: getattr(row, name) for name in JOB_COLUMNS}))
 
 
 async def response_start(new: NewResponse) -> None:
@@ -90,7 +92,7 @@ async def response_start(new: NewResponse) -> None:
     INSERT in autocommit (atomic by itself); if the run cannot be sent, it is removed."""
     inserting = asyncio.ensure_future(loop_rows.insert_response(new.row, run_db))
     try:
-        await send_run(new.row.id, new.job)
+        await dispatcher().send(new.job)
     except Exception:
         try:
             await inserting

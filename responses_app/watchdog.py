@@ -18,9 +18,10 @@ from django.db import close_old_connections
 
 from accounting import ratelimit
 
+from . import backends
 from .bus import event_bus
 from .bus.entries import Entry
-from .dispatch import dispatch_run
+from .dispatch import dispatcher
 from .models import ResponseStatus, StoredResponse
 from .translation.recovery import close_dead_run
 from .translation.sse import EventStamper, event_of_block, split_blocks
@@ -98,7 +99,7 @@ def redispatch_stale_queued() -> list[str]:
         if _redispatched.get(response_id, 0) > now - settings.QUEUED_REDISPATCH_SECONDS:
             continue
         _redispatched[response_id] = now
-        dispatch_run(response_id)
+        dispatcher().resend(response_id)
         sent.append(response_id)
     for response_id, when in list(_redispatched.items()):
         if when < now - 2 * settings.QUEUED_REDISPATCH_SECONDS:
@@ -110,7 +111,7 @@ def redispatch_stale_queued() -> list[str]:
 
 def run_round() -> list[str]:
     """One round, if this process holds the round's lock: the ids of the runs failed."""
-    if not settings.EMBEDDED:
+    if not backends.in_process():
         from .redis_client import sync_redis
 
         interval_ms = int(settings.WATCHDOG_INTERVAL_SECONDS * 1000)

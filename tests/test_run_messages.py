@@ -3,7 +3,7 @@ it (a foreground run that reads nothing stored); a job the message cannot carry 
 the database, and the worker reads it with its claim."""
 import orjson
 
-from responses_app.dispatch import JOB_COLUMNS, MAX_JOB_BYTES, parse_run_message, run_message
+from responses_app.jobs import JOB_COLUMNS, MAX_JOB_BYTES, parse_run_message, run_message
 
 JOB = {"tenant_id": 7, "model": "m", "store": True, "background": False,
        "previous_response_id": None, "conversation_id": None,

@@ -1,22 +1,29 @@
 """The event bus: one append-only event log per response, written by the run and read by
-the relay. Redis Streams when REDIS_URL is set, an in-process log otherwise; both behind
-the same two halves: `writer()` for the run's loop, `subscribe()` for the web's loop, and
-a sync `delete(*response_ids)` for deleted and pruned responses.
+the relay. Redis Streams, or an in-process log in the embedded mode (backends.py); both
+behind the same two halves: `writer()` for the run's loop, `subscribe()` for the web's
+loop, and a sync `delete(*response_ids)` for deleted and pruned responses.
 """
 from functools import lru_cache
 
 from django.conf import settings
 
+from .. import backends
 from .entries import Entry, KEEPALIVE, StreamFenced  # noqa: F401
 
 
 @lru_cache(maxsize=1)
 def event_bus():
-    """The process-wide bus chosen by settings."""
-    if settings.EMBEDDED:
-        from .memory import MemoryEventBus
+    """The process-wide bus of this deployment."""
+    return backends.build("event_bus")
 
-        return MemoryEventBus(retention_seconds=settings.EVENT_RETENTION_SECONDS)
+
+def memory_event_bus():
+    from .memory import MemoryEventBus
+
+    return MemoryEventBus(retention_seconds=settings.EVENT_RETENTION_SECONDS)
+
+
+def redis_event_bus():
     from .redis import RedisEventBus
 
     return RedisEventBus(

@@ -12,6 +12,8 @@ from functools import lru_cache
 
 from django.conf import settings
 
+from .. import backends
+
 KEY_PREFIX = "gw:worker:"
 WORKER_ID = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
@@ -22,7 +24,8 @@ def worker_id() -> str:
 
 @lru_cache(maxsize=1)
 def heartbeats():
-    return MemoryHeartbeats() if settings.EMBEDDED else RedisHeartbeats()
+    """The heartbeats of this deployment (backends.py)."""
+    return backends.build("heartbeats")
 
 
 class RedisHeartbeats:

@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from accounting.usage import record_response_usage
 from conversations.items import append_items, conversation_items
 
-from ..dispatch import JOB_COLUMNS
+from ..jobs import JOB_COLUMNS
 from ..history import chain_items
 from .. import response_rows
 from ..models import ResponseStatus, StoredResponse

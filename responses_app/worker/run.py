@@ -31,6 +31,7 @@ from ..cancellation import cancellation
 from .. import loop_rows
 from ..errors import error_body
 from ..ids import new_id
+from ..jobs import Job
 from ..reasoning_token import seal
 from ..translation.sse import EventStamper
 from ..translation.state_machine import ResponseTranslator, TranslatorOptions
@@ -111,15 +112,15 @@ class _ClaimedWriter:
         await self.writer.close()
 
 
-def execute_run(response_id: str, job: dict | None = None) -> None:
+def execute_run(response_id: str, job: Job | None = None) -> None:
     """Run a response from a sync caller, on the run loop, and wait for it to end."""
     loop.run(run_response(response_id, job))
 
 
-async def run_response(response_id: str, job_columns: dict | None = None) -> None:
+async def run_response(response_id: str, carried: Job | None = None) -> None:
     """Run the response `response_id`; `job_columns` are its row's columns when its message
     carried them (a foreground run that reads nothing: no history, no MCP tools)."""
-    if job_columns is None:
+    if carried is None:
         claimed = await blocking(_claim, response_id)
         if claimed is None:
             log.info("run %s already claimed or gone", response_id)
@@ -128,7 +129,7 @@ async def run_response(response_id: str, job_columns: dict | None = None) -> Non
         claim = None
     else:
         claim = _Claim(response_id)
-        job = result_store.job_of(response_id, job_columns)
+        job = result_store.job_of(response_id, carried.columns())
         route = (remembered_route_for_model(job.model)
                  or await blocking(route_for_model, job.model))
         mcp_plan = None

@@ -1,4 +1,4 @@
-"""The worker's side of the run queue: run messages on one Redis list (see dispatch.py).
+"""The worker's side of the run queue: run messages on one Redis list (see dispatch.py and jobs.py).
 
 The web LPUSHes a queued response's id (with its job, when the run reads nothing else)
 as it writes the response's row; each worker process has one consumer on its run loop
@@ -19,7 +19,7 @@ import redis.asyncio as aioredis
 from django.conf import settings
 from redis.exceptions import RedisError
 
-from ..dispatch import RUN_QUEUE_KEY, parse_run_message
+from ..jobs import RUN_QUEUE_KEY, job_of_message
 from .loop import run_loop
 from .run import run_response
 
@@ -78,7 +78,7 @@ class RunConsumer:
 
     async def _run(self, message: bytes, free: asyncio.Semaphore) -> None:
         try:
-            response_id, job = parse_run_message(message)
+            response_id, job = job_of_message(message)
             await run_response(response_id, job)
         except Exception:
             log.exception("run %r crashed", message[:100])

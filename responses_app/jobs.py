@@ -1,0 +1,91 @@
+"""A run's job: what a worker needs of a response to run it, in one shape from the request
+that creates the response to the run that claims it, and the run queue's messages.
+
+A `Job` is the columns of the response's row that a run reads (JOB_COLUMNS) and its id.
+The request side builds it from the validated request, writes it as the row
+(lifecycle.insert_response) and sends its run: the message is the id, or, for a run that
+may start before its claim is confirmed, the id with the job's columns (serialized here,
+once). A run whose message has no job reads the same columns back with its claim.
+Both sides import this module; it imports neither.
+"""
+from dataclasses import dataclass
+from datetime import datetime
+
+import orjson
+
+RUN_QUEUE_KEY = "gw:runs"  # the Redis list of run messages (dispatch.py, worker/run_queue.py)
+# A larger job travels in the database only: the worker reads it with its claim.
+MAX_JOB_BYTES = 256 * 1024
+# The columns of a response row that make its run's job (what a claim reads).
+JOB_COLUMNS = ("tenant_id", "model", "store", "background", "previous_response_id", "request",
+               "input_items", "resource", "conversation_id")
+JSON_COLUMNS = ("request", "input_items", "resource")
+
+
+@dataclass
+class Job:
+    id: str
+    tenant_id: int
+    model: str
+    store: bool
+    background: bool
+    previous_response_id: str | None
+    request: dict  # instructions, params, include, context (what the admission settles)
+    input_items: list
+    resource: dict  # the response object as created (status queued)
+    conversation_id: str | None = None
+    created_at: datetime | None = None  # written with the row; not part of the message
+    carried: bool = False  # its message carries it: the run calls the upstream before its
+    # claim is confirmed (a client waits for its first event and the run reads nothing stored)
+
+    @classmethod
+    def of_columns(cls, response_id: str, columns: dict, carried: bool = False) -> "Job":
+        """The job from its row's columns (as claimed, or as a message carried them)."""
+        values = {name: columns[name] for name in JOB_COLUMNS}
+        for name in JSON_COLUMNS:
+            values[name] = _json(values[name])
+        values["store"], values["background"] = bool(values["store"]), bool(values["background"])
+        return cls(id=response_id, carried=carried, **values)
+
+    def columns(self) -> dict:
+        return {name: getattr(self, name) for name in JOB_COLUMNS}
+
+    @property
+    def context(self) -> dict:
+        """The request id and what the run must settle of its admission (accounting.ratelimit)."""
+        return self.request.get("context") or {}
+
+    def message(self) -> bytes:
+        """The run queue's message for this job's run."""
+        return run_message(self.id, self.columns() if self.carried else None)
+
+
+def run_message(response_id: str, columns: dict | None = None) -> bytes:
+    """A run's message: its id, with its job's columns when given and small enough."""
+    if columns is not None:
+        try:
+            message = orjson.dumps({"id": response_id, "job": columns})
+        except TypeError:  # an integer beyond 64 bits: the database has the job
+            return response_id.encode()
+        if len(message) <= MAX_JOB_BYTES:
+            return message
+    return response_id.encode()
+
+
+def parse_run_message(message: bytes) -> tuple[str, dict | None]:
+    """(response id, job columns or None) of a run queue message."""
+    if message.startswith(b"{"):
+        parsed = orjson.loads(message)
+        return parsed["id"], parsed["job"]
+    return message.decode(), None
+
+
+def job_of_message(message: bytes) -> tuple[str, Job | None]:
+    """(response id, the job it carries or None)."""
+    response_id, columns = parse_run_message(message)
+    return response_id, None if columns is None else Job.of_columns(response_id, columns, True)
+
+
+def _json(value):
+    """A JSON column as Python data (Postgres hands back objects, SQLite text)."""
+    return orjson.loads(value) if isinstance(value, str | bytes) else value
