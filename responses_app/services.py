@@ -8,13 +8,11 @@ from datetime import datetime, timezone
 
 from django.conf import settings
 
-from accounting import ratelimit
 from conversations.services import conversation_check_input
 from mcp_tools.services import mcp_request_prepare
 
-from . import loop_rows
+from . import lifecycle
 from .bus import event_bus
-from .bus.entries import Entry
 from .cancellation import cancellation
 from .create_request import CreateRequest
 from .db_threads import run_db
@@ -22,7 +20,7 @@ from .dispatch import dispatcher
 from .errors import InvalidRequest, NotFound
 from .ids import new_id
 from .item_references import resolve_item_references
-from .jobs import JOB_COLUMNS, Job
+from .jobs import Job
 from .models import TERMINAL_STATUSES, ResponseStatus, StoredResponse, Tenant
 from .reasoning_token import open_sealed
 from .translation.resource import new_response_resource
@@ -33,13 +31,17 @@ LOOKUP_ITEM_TYPES = {"item_reference", "mcp_approval_response"}
 
 @dataclass
 class NewResponse:
-    """A response about to be created: its row, and its run's job when the job travels
-    with the run's message: a client waits for its first event, and the run reads nothing
-    stored. (A background run waits for its claim: cancelled while queued, it must never
-    reach the upstream.)"""
+    """A response about to be created: its run's job, which is also its row. The run's
+    message carries the job (`job.carried`) when a client waits for its first event and
+    the run reads nothing stored. (A background run waits for its claim: cancelled while
+    queued, it must never reach the upstream.)"""
 
-    row: StoredResponse
     job: Job
+
+    @property
+    def row(self) -> Job:
+        """The response as written (its `id`, its `resource`)."""
+        return self.job
 
 
 def needs_lookups(create: CreateRequest) -> bool:
@@ -72,40 +74,34 @@ def response_prepare(tenant: Tenant, create: CreateRequest,
         previous_response_id=previous, store=create.store, background=create.background,
         status=ResponseStatus.QUEUED.value, conversation_id=create.conversation_id,
     )
-    row = StoredResponse(
-        id=response_id, tenant=tenant, status=ResponseStatus.QUEUED, model=create.model,
-        store=create.store, background=create.background, previous_response_id=previous,
+    return NewResponse(Job(
+        id=response_id, tenant_id=tenant.id, model=create.model, store=create.store,
+        background=create.background, previous_response_id=previous,
         conversation_id=create.conversation_id,
         created_at=datetime.fromtimestamp(created_at, timezone.utc),
         request={"instructions": create.instructions, "params": create.params,
                  "include": create.include, "context": context or {}},
         input_items=input_items, resource=resource,
-    )
-    carried = not (create.background or needs_lookups(create))
-    return NewResponse(row, Job(id=response_id, carried=carried, **{
-        name: getattr(row, name) for name in JOB_COLUMNS}))
+        carried=not (create.background or needs_lookups(create))))
 
 
 async def response_start(new: NewResponse) -> None:
     """Write the response's row and send its run at the same time: the worker's claim waits
     for the row, and a run sent with its job calls the upstream meanwhile. The row is one
     INSERT in autocommit (atomic by itself); if the run cannot be sent, it is removed."""
-    inserting = asyncio.ensure_future(loop_rows.insert_response(new.row, run_db))
+    job = new.job
+    inserting = asyncio.ensure_future(lifecycle.insert_response(job, run_db))
     try:
-        await dispatcher().send(new.job)
+        await dispatcher().send(job)
     except Exception:
         try:
             await inserting
-            await run_db(_forget_unsent, new.row.id)
+            await run_db(lifecycle.forget_unsent, job.id)
         except Exception as exc:  # the database is away too: the row, if any, stays queued
             log.warning("response %s: its run was not sent and its row remains: %s",
-                        new.row.id, exc)
+                        job.id, exc)
         raise
     await inserting
-
-
-def _forget_unsent(response_id: str) -> None:
-    StoredResponse.objects.filter(id=response_id, status=ResponseStatus.QUEUED).delete()
 
 
 def response_cancel(tenant: Tenant, response_id: str) -> dict:
@@ -122,13 +118,8 @@ def response_cancel(tenant: Tenant, response_id: str) -> dict:
     if row.status in TERMINAL_STATUSES:
         return row.resource
     if row.status == ResponseStatus.QUEUED:
-        resource = {**row.resource, "status": ResponseStatus.CANCELLED.value}
-        cancelled = StoredResponse.objects.filter(
-            id=response_id, status=ResponseStatus.QUEUED).update(
-            status=ResponseStatus.CANCELLED, resource=resource)
-        if cancelled:  # it never runs: its slot and token estimate are given back now
-            ratelimit.settle(tenant.id, row.request.get("context") or {}, 0)
-            event_bus().append_now(response_id, Entry(0, -1, b"", end=True))
+        resource = lifecycle.cancel_queued(row)
+        if resource is not None:
             return resource
     cancellation().request_cancel(response_id)
     deadline = time.monotonic() + settings.CANCEL_WAIT_SECONDS
@@ -142,7 +133,7 @@ def response_cancel(tenant: Tenant, response_id: str) -> dict:
 
 def _stored_row(tenant: Tenant, response_id: str) -> StoredResponse:
     row = (StoredResponse.objects.filter(id=response_id, tenant=tenant, store=True)
-           .only("id", "status", "background", "request", "resource").first())
+           .only("id", "tenant_id", "status", "background", "request", "resource").first())
     if row is None:
         raise NotFound(f"No response found with id '{response_id}'.")
     return row

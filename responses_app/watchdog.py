@@ -1,10 +1,10 @@
 """The watchdog: runs whose worker died are failed, and their streams ended, not left hanging.
 
 A run is orphaned when its row is `in_progress` but the worker that claimed it has no fresh
-heartbeat (a SIGKILL, an OOM kill, a lost machine). The watchdog fails it with one
-conditional UPDATE (a late-waking worker cannot then store over it), closes the items the
-run left open from the events it had published, and appends `response.failed`: live
-readers see the failure and the end. Every web and worker process runs it on a timer; a
+heartbeat (a SIGKILL, an OOM kill, a lost machine). The watchdog fails it
+(lifecycle.fail_orphan: one conditional UPDATE, so a late-waking worker cannot then store
+over it; the items the run left open closed; `response.failed` appended): live readers
+see the failure and the end. Every web and worker process runs it on a timer; a
 Redis lock lets one of them do each round.
 """
 import logging
@@ -16,15 +16,9 @@ from datetime import datetime, timezone
 from django.conf import settings
 from django.db import close_old_connections
 
-from accounting import ratelimit
-
-from . import backends
-from .bus import event_bus
-from .bus.entries import Entry
+from . import backends, lifecycle
 from .dispatch import dispatcher
 from .models import ResponseStatus, StoredResponse
-from .translation.recovery import close_dead_run
-from .translation.sse import EventStamper, event_of_block, split_blocks
 from .worker.heartbeat import heartbeats
 
 log = logging.getLogger(__name__)
@@ -32,8 +26,6 @@ log = logging.getLogger(__name__)
 LOCK_KEY = "gw:watchdog"
 REDISPATCH_BATCH = 500
 _redispatched: dict[str, float] = {}  # response id -> when this process last sent it again
-WORKER_LOST = ("server_error", "The worker running this response stopped before it finished; "
-                               "the response was not completed.")
 
 
 def fail_orphaned_runs() -> list[str]:
@@ -45,46 +37,9 @@ def fail_orphaned_runs() -> list[str]:
     alive = heartbeats().alive({worker for _, worker in running if worker})
     failed = []
     for response_id, worker in running:
-        if worker not in alive and fail_orphan(response_id):
+        if worker not in alive and lifecycle.fail_orphan(response_id):
             failed.append(response_id)
     return failed
-
-
-def fail_orphan(response_id: str) -> bool:
-    """Fail one run as lost; False if it ended meanwhile (its worker was alive after all)."""
-    row = (StoredResponse.objects.filter(id=response_id, status=ResponseStatus.IN_PROGRESS)
-           .only("id", "tenant_id", "store", "request", "resource").first())
-    if row is None:
-        return False
-    bus = event_bus()
-    retained = bus.read_retained(response_id)
-    entries = [entry for entry in (retained.entries if retained else ()) if entry.error is None]
-    published = [event_of_block(block) for entry in entries
-                 for block in split_blocks(entry.data)]
-    closing, output = close_dead_run(published)
-    resource = row.resource
-    resource.update(status="failed", output=output,
-                    error={"code": WORKER_LOST[0], "message": WORKER_LOST[1]})
-    won = StoredResponse.objects.filter(id=response_id, status=ResponseStatus.IN_PROGRESS).update(
-        status=ResponseStatus.FAILED, resource=resource, error_code=WORKER_LOST[0])
-    if not won:
-        return False
-    # its run slot and token estimate are given back now, not when the lease lapses
-    ratelimit.settle(row.tenant_id, row.request.get("context") or {}, 0)
-    if not row.store:
-        StoredResponse.objects.filter(id=response_id).delete()
-    next_number = entries[-1].last + 1 if entries else 0
-    stamper = EventStamper(next_number)
-    if next_number == 0:  # it never started: announce it so readers see whose failure it is
-        closing = [{"type": "response.created", "response": {**resource, "status": "in_progress",
-                                                            "error": None, "output": []}}]
-    events = closing + [{"type": "response.failed", "response": resource}]
-    data = stamper.render(events)
-    if not bus.append_now(response_id, Entry(next_number, stamper.next_sequence_number - 1,
-                                             data, end=True)):
-        log.warning("run %s: its event stream refused the watchdog's end", response_id)
-    log.warning("run %s failed: its worker stopped", response_id)
-    return True
 
 
 def redispatch_stale_queued() -> list[str]:

@@ -12,23 +12,43 @@ import pytest
 
 from accounting.models import DailyUsage, ResponseUsage
 from responses_app.models import ResponseStatus, StoredResponse, Tenant
-from responses_app import loop_rows
-from responses_app.response_rows import (CLAIM_RETRY_DELAYS, CLAIM_WAIT_SECONDS,
-                                         claim_retry_delay, insert_response)
-from responses_app.worker.result_store import claim, claim_run
+from responses_app import lifecycle
+from responses_app.jobs import Job
+from responses_app.lifecycle.database import close_pool
+from responses_app.lifecycle.statements import (CLAIM_RETRY_DELAYS, CLAIM_WAIT_SECONDS,
+                                                claim_retry_delay)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _queued(tenant: Tenant, response_id: str, *, store: bool = True) -> None:
-    insert_response(StoredResponse(
-        id=response_id, tenant=tenant, status=ResponseStatus.QUEUED, model="m", store=store,
+    _on_a_loop(lifecycle.insert_response(Job(
+        id=response_id, tenant_id=tenant.id, model="m", store=store, previous_response_id=None,
         background=False, created_at=datetime.now(timezone.utc),
         request={"instructions": None, "params": {}, "include": [], "context": {}},
         input_items=[{"type": "message", "role": "user",
                       "content": [{"type": "input_text", "text": "hi"}]}],
         resource={"id": response_id, "object": "response", "model": "m", "status": "queued",
-                  "output": []}))
+                  "output": []}), _on_a_thread))
+
+
+def _on_a_loop(coroutine):
+    """Run as a run does, from an event loop (a fresh one, its pool closed after)."""
+    async def run():
+        try:
+            return await coroutine
+        finally:
+            await close_pool()
+
+    return asyncio.run(run())
+
+
+def claim_run(response_id: str, worker: str):
+    return _on_a_loop(lifecycle.claim_job(response_id, worker, _on_a_thread))
+
+
+def claim(response_id: str, worker: str) -> bool:
+    return _on_a_loop(lifecycle.claim(response_id, worker, _on_a_thread))
 
 
 def _finished(job, status: str = "completed", input_tokens: int = 7) -> dict:
@@ -39,14 +59,7 @@ def _finished(job, status: str = "completed", input_tokens: int = 7) -> dict:
 
 
 def store_result(job, resource: dict) -> bool:
-    """Store as a run does, from an event loop (a fresh one, its pool closed after)."""
-    async def store():
-        try:
-            return await loop_rows.store_result(job, resource, _on_a_thread)
-        finally:
-            await loop_rows.close_pool()
-
-    return asyncio.run(store())
+    return _on_a_loop(lifecycle.store_result(job, resource, _on_a_thread))
 
 
 async def _on_a_thread(function, *args):
@@ -118,9 +131,9 @@ def test_a_claim_from_an_event_loop_waits_for_its_row_too():
 
     async def claim_then_close():
         try:
-            return await loop_rows.claim("resp_loop", "w2", on_thread=None)
+            return await lifecycle.claim("resp_loop", "w2", on_thread=None)
         finally:
-            await loop_rows.close_pool()
+            await close_pool()
 
     with ThreadPoolExecutor(1) as pool:
         claiming = pool.submit(asyncio.run, claim_then_close())

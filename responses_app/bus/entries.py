@@ -8,7 +8,7 @@ run before it started (`error`: the HTTP status and OpenAI error body to answer 
 import time
 from dataclasses import dataclass
 
-from ..translation.sse import split_blocks
+from ..translation.sse import EventStamper, split_blocks
 
 
 class StreamFenced(Exception):
@@ -43,6 +43,14 @@ class RetainedLog:
 
     entries: list[Entry]
     expires_in: float | None  # seconds until the bus drops the log; None if not scheduled
+
+
+def stamped_entry(stamper: EventStamper, events: list[dict], end: bool = False) -> Entry:
+    """A response's next `events`, numbered by its `stamper`, as one entry (`end`: the
+    terminal event is among them)."""
+    first = stamper.next_sequence_number
+    data = stamper.render(events)
+    return Entry(first, stamper.next_sequence_number - 1, data, end)
 
 
 def error_entry(status: int, body: dict, headers: dict | None = None) -> Entry:

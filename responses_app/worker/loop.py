@@ -3,9 +3,10 @@ few database threads its runs hand their blocking work to.
 
 Runs are mostly waiting on sockets; one loop per process lets them share the upstream
 connection pool and the bus writer's flushes. A run is a coroutine on this loop; its
-ORM work (claim, store) and other blocking calls go to `WORKER_DB_THREADS` threads with
-`blocking()`, one hop each way, so no thread is held while a run streams. Sync callers
-(the Celery task, the embedded dispatcher) submit coroutines with `run()` and wait.
+blocking calls (reading its history, a conversation's turn, an MCP plan) go to
+`WORKER_DB_THREADS` threads with `blocking()`, one hop each way, so no thread is held
+while a run streams. A sync caller (the embedded dispatcher) submits a coroutine with
+`run()` and waits.
 """
 import asyncio
 import contextvars
@@ -31,7 +32,7 @@ def run_loop() -> asyncio.AbstractEventLoop:
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
-    """uvloop when installed (a third of asyncio's cost per socket wake-up), else asyncio."""
+    """uvloop when installed (it costs less per socket wake-up), else asyncio."""
     try:
         import uvloop
     except ImportError:

@@ -1,14 +1,15 @@
-"""After one run: when its result is stored, the settlement of its admission (real tokens
-for the estimate, its slot released), its metrics and a log line.
+"""After one run: the settlement of its admission (real tokens for the estimate, its slot
+released: lifecycle.settle), its metrics and a log line.
 
-The usage itself is written by the result store, with the response. A run that ends
-without reaching the store path (fenced, crashed) is settled on the way out (run.py).
+The usage itself is written by the lifecycle, with the response. A run that ends without
+reaching the storing phase (fenced, crashed) is settled on the way out (run.py).
 """
 import logging
 import time
 
-from accounting import ratelimit
 from observability import metrics
+
+from .. import lifecycle
 
 log = logging.getLogger(__name__)
 
@@ -19,7 +20,8 @@ class ObservedRun:
     def __init__(self, job):
         self.job = job
         self.started = time.monotonic()
-        self.generated = None  # what the run's streaming part left (run.Generated)
+        self.ending = None  # how its streaming phase ended (run_streaming.Ending)
+        self.first_delta_at: float | None = None
         self.settled = False
 
     def ended(self) -> None:
@@ -32,19 +34,19 @@ class ObservedRun:
         status, resource, error_code = self.outcome()
         usage = resource.get("usage") or {}
         used = (usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0)
-        ratelimit.settle(self.job.tenant_id, self.job.context, used)
+        lifecycle.settle(self.job.tenant_id, self.job.context, used)
         _observe(self, status, resource, error_code)
 
     def outcome(self) -> tuple[str, dict, str | None]:
         """(status label, final response object or {}, upstream error code or None)."""
-        generated = self.generated
-        if generated is None:
+        ending = self.ending
+        if ending is None:
             return "crashed", {}, None
-        if generated.fenced:
+        if ending.kind == "fenced":
             return "fenced", {}, None
-        if generated.rejected is not None:
-            return "rejected", {}, generated.rejected.body["error"].get("code")
-        resource = generated.resource or {}
+        if ending.kind == "rejected":
+            return "rejected", {}, ending.rejected.body["error"].get("code")
+        resource = self.job.resource or {}
         error = resource.get("error") or {}
         return resource.get("status", "unknown"), resource, error.get("code")
 
@@ -54,16 +56,15 @@ def _observe(run: ObservedRun, status: str, resource: dict, error_code: str | No
     duration = time.monotonic() - run.started
     usage = resource.get("usage") or {}
     metrics.RUN_DURATION.labels(status).observe(duration)
-    first_delta_at = getattr(run.generated, "first_delta_at", None)
-    if first_delta_at is not None:
-        metrics.TIME_TO_FIRST_DELTA.observe(first_delta_at - run.started)
+    if run.first_delta_at is not None:
+        metrics.TIME_TO_FIRST_DELTA.observe(run.first_delta_at - run.started)
     if error_code is not None:
         metrics.UPSTREAM_ERRORS.labels(error_code).inc()
     for item_type in TOOL_CALL_TYPES:
         calls = sum(1 for item in resource.get("output") or () if item.get("type") == item_type)
         if calls:
             metrics.TOOL_CALLS.labels(item_type).inc(calls)
-    log.info("run %s %s", job.response_id, status, extra={
-        "response_id": job.response_id, "status": status, "model": job.model,
+    log.info("run %s %s", job.id, status, extra={
+        "response_id": job.id, "status": status, "model": job.model,
         "duration_ms": round(duration * 1000, 1), "input_tokens": usage.get("input_tokens"),
         "output_tokens": usage.get("output_tokens")})

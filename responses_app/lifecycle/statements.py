@@ -1,10 +1,8 @@
-"""The hot path's writes of a response row, each one raw statement: its creation (web),
-its claim by a run, and its result (worker; on Postgres together with the response's
-usage).
+"""The raw statements of a response row's hot transitions: its creation (web), its claim
+by a run, and its result (worker), the result together with the response's usage.
 
-Each happens once per request. Through the ORM they cost a model save or a compiled
-UPDATE and the standard library's JSON encoder for the JSON columns; one statement with
-orjson does the same for a fraction (Postgres and SQLite alike).
+Each happens once per request: one statement with orjson costs a fraction of a model save
+or a compiled UPDATE with the standard library's JSON encoder.
 """
 import json
 import time
@@ -15,7 +13,8 @@ from django.db import connection
 
 from accounting.usage import USAGE_AFTER_STORE_CTES, token_counts
 
-from .models import ResponseStatus, StoredResponse
+from ..jobs import Job
+from ..models import ResponseStatus, StoredResponse
 
 TABLE = StoredResponse._meta.db_table
 
@@ -31,14 +30,13 @@ CLAIM_SQL = """
 UPDATE {table} SET status = %s, worker_id = %s WHERE id = %s AND status = %s
 RETURNING {columns}
 """
-CLAIM_ID_SQL = CLAIM_SQL.format(table=TABLE, columns="id")
 STATUS_SQL = f"SELECT status FROM {TABLE} WHERE id = %s"
-# Postgres: a claim and, when it finds no queued row, the row's status (its snapshot from
-# before the UPDATE), in one round trip: (1, 'queued') claimed; (0, status) not; (0, NULL)
-# no row yet.
-CLAIM_OR_STATUS_SQL = f"""
-WITH claimed AS ({CLAIM_ID_SQL})
-SELECT (SELECT count(*) FROM claimed), (SELECT status FROM {TABLE} WHERE id = %s)
+# Postgres: a claim and the row's status (its snapshot from before the UPDATE), in one
+# round trip: (status, id, columns...) claimed; (status, NULL...) not; (NULL, NULL...) no
+# row yet.
+CLAIM_OR_STATUS_SQL = """
+WITH claimed AS ({claim})
+SELECT ({status}), claimed.* FROM (SELECT 1) AS one LEFT JOIN claimed ON true
 """
 # A claim can come before the row it claims: the web writes the row and sends the run at
 # the same time. It looks again, for up to this long, while there is no row at all.
@@ -46,21 +44,38 @@ CLAIM_WAIT_SECONDS = 5.0
 CLAIM_RETRY_DELAYS = (0.002, 0.005, 0.01, 0.02, 0.05)
 
 # Conditional on the run still owning the row (the watchdog may have given it up).
+OWNED = "id = %(id)s AND status = %(owned_status)s"
 STORE_RESULT_SQL = f"""
 UPDATE {TABLE} SET status = %(status)s, resource = %(resource)s,
                    input_tokens = %(row_input_tokens)s, output_tokens = %(row_output_tokens)s,
                    completed_at = %(completed_at)s, error_code = %(error_code)s
-WHERE id = %(id)s AND status = %(owned_status)s
+WHERE {OWNED}
 """
-
-# Postgres: the same conditional UPDATE and the usage writes (accounting.usage's
-# record_response_usage), one statement: atomic without a transaction block, one round
-# trip instead of five.
-STORE_RESULT_WITH_USAGE_SQL = f"""
+# Postgres: the same conditional write (an UPDATE, or for store=false a DELETE) and the
+# usage writes (accounting.usage's record_response_usage), one statement: atomic without a
+# transaction block, one round trip instead of five.
+STORE_WITH_USAGE_SQL = f"""
 WITH stored AS ({STORE_RESULT_SQL} RETURNING id, tenant_id, model, status),
 {USAGE_AFTER_STORE_CTES}
 SELECT count(*) FROM stored
 """
+FORGET_WITH_USAGE_SQL = f"""
+WITH stored AS (DELETE FROM {TABLE} WHERE {OWNED}
+                RETURNING id, tenant_id, model, %(status)s::varchar AS status),
+{USAGE_AFTER_STORE_CTES}
+SELECT count(*) FROM stored
+"""
+
+
+def claim_sql(columns: tuple[str, ...], with_status: bool) -> str:
+    """The claim reading `columns`: with the row's status in the same statement (Postgres),
+    or alone."""
+    claim = CLAIM_SQL.format(table=TABLE, columns=", ".join(columns))
+    return CLAIM_OR_STATUS_SQL.format(claim=claim, status=STATUS_SQL) if with_status else claim
+
+
+def claim_params(response_id: str, worker: str) -> list:
+    return [ResponseStatus.IN_PROGRESS, worker, response_id, ResponseStatus.QUEUED]
 
 
 def claim_retry_delay(attempt: int, started: float, status: str | None) -> float | None:
@@ -89,44 +104,27 @@ def json_text(value) -> str:
         return json.dumps(value)
 
 
-def insert_response(row: StoredResponse) -> StoredResponse:
-    """INSERT the new row (autocommit: atomic, committed on return); the instance, saved."""
-    with connection.cursor() as cursor:
-        cursor.execute(INSERT_SQL, insert_params(row, connection.ops))
-    row._state.adding = False
-    row._state.db = connection.alias
-    return row
+def insert_params(job: Job) -> list:
+    """INSERT_SQL's parameters for the new response of `job`."""
+    return [job.id, job.tenant_id, ResponseStatus.QUEUED.value, job.model, job.store,
+            job.background, job.previous_response_id, job.conversation_id,
+            connection.ops.adapt_datetimefield_value(job.created_at),
+            json_text(job.request), json_text(job.input_items), json_text(job.resource)]
 
 
-def insert_params(row: StoredResponse, ops) -> list:
-    """INSERT_SQL's parameters for `row` (`ops`: the database's connection.ops)."""
-    return [row.id, row.tenant_id, row.status, row.model, row.store, row.background,
-            row.previous_response_id, row.conversation_id,
-            ops.adapt_datetimefield_value(row.created_at),
-            json_text(row.request), json_text(row.input_items), json_text(row.resource)]
-
-
-def store_result(response_id: str, resource: dict, completed_at: datetime | None) -> bool:
-    """Write a finished run's response object and its summary columns, if the run still
-    owns the row (it is `in_progress`); whether it did."""
-    with connection.cursor() as cursor:
-        cursor.execute(STORE_RESULT_SQL, _result_params(response_id, resource, completed_at))
-        return cursor.rowcount == 1
-
-
-def result_with_usage_params(response_id: str, resource: dict, completed_at: datetime | None,
-                             api_key_id: int | None) -> dict:
-    """STORE_RESULT_WITH_USAGE_SQL's parameters."""
-    return {**_result_params(response_id, resource, completed_at), "api_key_id": api_key_id,
-            **token_counts(resource)}
-
-
-def _result_params(response_id: str, resource: dict, completed_at: datetime | None) -> dict:
+def result_params(response_id: str, resource: dict) -> dict:
+    """STORE_RESULT_SQL's parameters."""
     usage = resource.get("usage") or {}
     error = resource.get("error") or {}
     return {"status": resource["status"], "resource": json_text(resource),
             "row_input_tokens": usage.get("input_tokens"),
             "row_output_tokens": usage.get("output_tokens"),
-            "completed_at": connection.ops.adapt_datetimefield_value(completed_at),
+            "completed_at": connection.ops.adapt_datetimefield_value(completed_at_of(resource)),
             "error_code": error.get("code"), "id": response_id,
             "owned_status": ResponseStatus.IN_PROGRESS.value}
+
+
+def result_with_usage_params(job: Job, resource: dict) -> dict:
+    """STORE_WITH_USAGE_SQL's (and FORGET_WITH_USAGE_SQL's) parameters."""
+    return {**result_params(job.id, resource), "api_key_id": job.context.get("api_key_id"),
+            **token_counts(resource)}

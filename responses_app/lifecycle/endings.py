@@ -1,0 +1,88 @@
+"""The ends of a response decided outside its run, from a thread: cancelled while queued
+(the cancel service), orphaned (the watchdog: its worker died), never started (the run was
+not sent, or the upstream refused it before it started); and the settlement every ended
+run owes its admission.
+
+Each end is one conditional write (a claim, a late worker's store, or another end then
+finds nothing to do), then the admission is settled and the event stream ended.
+"""
+import logging
+
+from accounting import ratelimit
+
+from ..bus import event_bus
+from ..bus.entries import stamped_entry
+from ..models import ResponseStatus, StoredResponse
+from ..translation.recovery import close_dead_run
+from ..translation.sse import EventStamper, event_of_block, split_blocks
+
+log = logging.getLogger(__name__)
+
+WORKER_LOST = ("server_error", "The worker running this response stopped before it finished; "
+                               "the response was not completed.")
+
+
+def settle(tenant_id: int, context: dict, used_tokens: int) -> None:
+    """A run ended having used `used_tokens`: its admission is settled (its slot freed,
+    its token estimate replaced by what it used)."""
+    ratelimit.settle(tenant_id, context, used_tokens)
+
+
+def cancel_queued(row: StoredResponse) -> dict | None:
+    """Cancel a queued response (its run then never claims it), give back its admission and
+    end its event stream; the response object, or None if it was no longer queued."""
+    resource = {**row.resource, "status": ResponseStatus.CANCELLED.value}
+    cancelled = StoredResponse.objects.filter(id=row.id, status=ResponseStatus.QUEUED).update(
+        status=ResponseStatus.CANCELLED, resource=resource)
+    if not cancelled:
+        return None
+    _settled_and_ended(row, EventStamper(), [])
+    return resource
+
+
+def fail_orphan(response_id: str) -> bool:
+    """Fail a run whose worker died: close the items it left open from the events it had
+    published, and end its stream with `response.failed`; False if it ended meanwhile."""
+    row = (StoredResponse.objects.filter(id=response_id, status=ResponseStatus.IN_PROGRESS)
+           .only("id", "tenant_id", "store", "request", "resource").first())
+    if row is None:
+        return False
+    retained = event_bus().read_retained(response_id)
+    entries = [entry for entry in (retained.entries if retained else ()) if entry.error is None]
+    published = [event_of_block(block) for entry in entries
+                 for block in split_blocks(entry.data)]
+    closing, output = close_dead_run(published)
+    resource = row.resource
+    resource.update(status="failed", output=output,
+                    error={"code": WORKER_LOST[0], "message": WORKER_LOST[1]})
+    won = StoredResponse.objects.filter(id=response_id, status=ResponseStatus.IN_PROGRESS).update(
+        status=ResponseStatus.FAILED, resource=resource, error_code=WORKER_LOST[0])
+    if not won:
+        return False
+    if not row.store:
+        StoredResponse.objects.filter(id=response_id).delete()
+    stamper = EventStamper(entries[-1].last + 1 if entries else 0)
+    if stamper.next_sequence_number == 0:  # it never started: say whose failure it is
+        closing = [{"type": "response.created", "response": {**resource, "status": "in_progress",
+                                                            "error": None, "output": []}}]
+    _settled_and_ended(row, stamper, closing + [{"type": "response.failed", "response": resource}])
+    log.warning("run %s failed: its worker stopped", response_id)
+    return True
+
+
+def _settled_and_ended(row: StoredResponse, stamper: EventStamper, events: list) -> None:
+    """Give back the run's slot and token estimate now (not when the lease lapses), and end
+    its event stream with `events`."""
+    settle(row.tenant_id, row.request.get("context") or {}, 0)
+    if not event_bus().append_now(row.id, stamped_entry(stamper, events, end=True)):
+        log.warning("run %s: its event stream refused the end", row.id)
+
+
+def forget_unsent(response_id: str) -> None:
+    """A response whose run could not be sent is removed (the client gets the error)."""
+    StoredResponse.objects.filter(id=response_id, status=ResponseStatus.QUEUED).delete()
+
+
+def discard_unstarted(response_id: str) -> None:
+    """A run refused before it started leaves nothing behind (the client gets the error)."""
+    StoredResponse.objects.filter(id=response_id).delete()

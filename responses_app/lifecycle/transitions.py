@@ -1,0 +1,100 @@
+"""A response's hot transitions, sent from an event loop (database.py): created (queued)
+by the web, claimed (in_progress) by one run, and finished by that run with its result:
+completed, incomplete, failed or cancelled, stored with its usage, or for store=false
+forgotten with its usage counted. Ends decided outside the run are in endings.py.
+
+A claim is one conditional UPDATE (queued -> in_progress), so a redelivered or duplicated
+message never generates twice; the result is conditional on the run still owning the row
+(the watchdog may have failed it), and is committed before the run publishes its terminal
+event: a follow-up request made the instant it arrives finds it.
+"""
+import asyncio
+import itertools
+import time
+
+from django.db import connection, transaction
+
+from accounting.usage import record_response_usage
+from conversations.items import append_items
+
+from ..jobs import JOB_COLUMNS, Job
+from ..models import ResponseStatus, StoredResponse
+from . import sqlite_twins, statements
+from .database import fetchone, on_postgres
+
+# A run of a conversation that ends in these adds its turn to the conversation.
+TURN_STATUSES = {ResponseStatus.COMPLETED.value, ResponseStatus.INCOMPLETE.value}
+
+
+async def insert_response(job: Job, on_thread) -> None:
+    """INSERT the new response's row, queued (autocommit: committed on return)."""
+    params = statements.insert_params(job)
+    if on_postgres():
+        await fetchone(statements.INSERT_SQL, params)
+    else:
+        await on_thread(sqlite_twins.execute, statements.INSERT_SQL, params)
+
+
+async def claim(response_id: str, worker: str, on_thread) -> bool:
+    """Take the queued response for a run that has its job already; whether it got it."""
+    return await _claim(("id",), response_id, worker, on_thread) is not None
+
+
+async def claim_job(response_id: str, worker: str, on_thread) -> Job | None:
+    """Take the queued response and read its job; None if another run has it or it is gone."""
+    claimed = await _claim(("id", *JOB_COLUMNS), response_id, worker, on_thread)
+    if claimed is None:
+        return None
+    return Job.of_columns(response_id, dict(zip(JOB_COLUMNS, claimed[1:])))
+
+
+async def _claim(columns: tuple[str, ...], response_id: str, worker: str, on_thread):
+    """The claimed row's `columns`, or None; looks again while the row is not written yet
+    (the web writes it and sends the run at the same time)."""
+    if not on_postgres():
+        return await on_thread(sqlite_twins.claim, columns, response_id, worker)
+    sql = statements.claim_sql(columns, with_status=True)
+    params = statements.claim_params(response_id, worker) + [response_id]
+    started = time.monotonic()
+    for attempt in itertools.count():
+        status, *claimed = await fetchone(sql, params)
+        if claimed[0] is not None:
+            return claimed
+        delay = statements.claim_retry_delay(attempt, started, status)
+        if delay is None:
+            return None
+        await asyncio.sleep(delay)
+
+
+async def store_result(job: Job, resource: dict, on_thread) -> bool:
+    """Store a run's result with its usage (store=false: forget the response, count its
+    usage), atomically; a conversation's turn is appended in the same transaction. False
+    when the run no longer owns the row: its result must be neither stored nor published."""
+    if job.conversation_id or not on_postgres():
+        return await on_thread(_store_in_transaction, job, resource)
+    sql = statements.STORE_WITH_USAGE_SQL if job.store else statements.FORGET_WITH_USAGE_SQL
+    stored, = await fetchone(sql, statements.result_with_usage_params(job, resource))
+    return stored == 1
+
+
+def _store_in_transaction(job: Job, resource: dict) -> bool:
+    """store_result on a database thread: the conversation's lock and its items are more
+    than one statement."""
+    with transaction.atomic():
+        if job.store:
+            with connection.cursor() as cursor:
+                cursor.execute(statements.STORE_RESULT_SQL,
+                               statements.result_params(job.id, resource))
+                won = cursor.rowcount == 1
+        else:
+            won = bool(StoredResponse.objects.filter(
+                id=job.id, status=ResponseStatus.IN_PROGRESS).delete()[0])
+        if won:
+            record_response_usage(response_id=job.id, tenant_id=job.tenant_id,
+                                  api_key_id=job.context.get("api_key_id"), model=job.model,
+                                  resource=resource)
+            if job.conversation_id and resource["status"] in TURN_STATUSES:
+                append_items(job.conversation_id,
+                             job.input_items + list(resource.get("output") or []),
+                             response_id=job.id)
+        return won

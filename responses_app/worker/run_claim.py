@@ -1,0 +1,81 @@
+"""A run's claim of its response, in one form for every run: taken before the run starts
+(a run whose message has no job reads it with its claim), or confirmed while the run calls
+the upstream (a run sent with its job). Until it is confirmed, the run publishes nothing
+(`gate`); refused, the run stops at once (`on_refused`) and stores and charges nothing.
+"""
+import asyncio
+import logging
+
+from .. import lifecycle
+from ..bus.entries import Entry
+from .heartbeat import worker_id
+from .loop import blocking
+
+log = logging.getLogger(__name__)
+
+
+class RunNotClaimed(Exception):
+    """The run was started before its claim was confirmed, and the claim failed."""
+
+
+class Claim:
+    def __init__(self, response_id: str, task: asyncio.Future):
+        self.response_id, self.task = response_id, task
+
+    @classmethod
+    def taken(cls, response_id: str) -> "Claim":
+        """A claim the run holds already."""
+        done = asyncio.get_running_loop().create_future()
+        done.set_result(True)
+        return cls(response_id, done)
+
+    @classmethod
+    def pending(cls, response_id: str) -> "Claim":
+        """A claim sent now, confirmed while the run goes on."""
+        claim = cls(response_id, asyncio.ensure_future(
+            lifecycle.claim(response_id, worker_id(), blocking)))
+        claim.task.add_done_callback(claim._log_failure)
+        return claim
+
+    def _log_failure(self, task: asyncio.Future) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("run %s could not claim its response: %s", self.response_id,
+                        task.exception())
+
+    @property
+    def confirmed(self) -> bool:
+        task = self.task
+        return task.done() and not task.cancelled() and task.exception() is None \
+            and task.result()
+
+    async def owned(self) -> bool:
+        """Whether the run owns the response (waits for the claim if it is not done)."""
+        try:
+            return await self.task
+        except Exception:  # the database is away: the row stays queued, for the watchdog
+            return False
+
+    def on_refused(self, callback) -> None:
+        """Call `callback()` on the loop as soon as the claim fails."""
+        def done(task: asyncio.Future) -> None:
+            if task.cancelled() or task.exception() is not None or not task.result():
+                callback()
+
+        self.task.add_done_callback(done)
+
+    def gate(self, writer):
+        """The run's bus writer, publishing nothing before the claim is confirmed."""
+        return writer if self.confirmed else _ClaimedWriter(writer, self)
+
+
+class _ClaimedWriter:
+    def __init__(self, writer, claim: Claim):
+        self.writer, self.claim = writer, claim
+
+    async def append(self, entry: Entry, urgent: bool = False) -> None:
+        if not await self.claim.owned():  # a confirmed claim is a done task: no wait
+            raise RunNotClaimed(self.claim.response_id)
+        await self.writer.append(entry, urgent)
+
+    async def close(self) -> None:
+        await self.writer.close()

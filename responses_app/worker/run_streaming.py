@@ -1,0 +1,174 @@
+"""A run's streaming phase: the upstream's chunks translated into the response's events on
+the bus, turn after turn when MCP tools are called (the tool loop: mcp_tools.runner),
+until the response's end, which it leaves to the storing phase (run.py) as an `Ending`.
+
+It stops early when its claim is refused (nothing of it is published), when its client
+cancels it (background, or store=false whose client left: what was produced ends as
+`cancelled`), or when another writer took its event stream (fenced).
+"""
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from mcp_tools.runner import McpToolLoop
+from upstreams.retry_policy import RetryPolicy
+
+from ..bus import StreamFenced, event_bus
+from ..bus.entries import stamped_entry
+from ..cancellation import cancellation
+from ..errors import error_body
+from ..ids import new_id
+from ..reasoning_token import seal
+from ..translation.sse import EventStamper
+from ..translation.state_machine import ResponseTranslator, TranslatorOptions
+from .run_claim import Claim, RunNotClaimed
+from .upstream import UpstreamRejected, UpstreamStreamFailed, open_chat_stream
+
+log = logging.getLogger(__name__)
+
+DELTA_EVENTS = {"response.output_text.delta", "response.refusal.delta",
+                "response.reasoning_text.delta", "response.reasoning_summary_text.delta",
+                "response.function_call_arguments.delta"}
+CRASHED = "The server had an error while processing your request."
+
+
+@dataclass
+class Ending:
+    """How the streaming phase ended: `finished` (with its `closing` events, the terminal
+    one last: completed, incomplete, failed or cancelled), `rejected` before it started
+    (the client gets `rejected` as an HTTP error), `fenced` or `unclaimed` (it owns
+    nothing more: nothing more is written)."""
+
+    kind: str
+    closing: list = field(default_factory=list)
+    rejected: UpstreamRejected | None = None
+
+
+class Streaming:
+    def __init__(self, job, route, mcp_plan, claim: Claim):
+        self.job, self.route, self.mcp_plan, self.claim = job, route, mcp_plan, claim
+        self.writer = claim.gate(event_bus().writer(job.id))
+        reasoning = job.resource.get("reasoning") or {}
+        self.translator = ResponseTranslator(job.resource, TranslatorOptions(
+            ids=new_id,
+            reasoning_as_summary=bool(reasoning.get("summary")),
+            include_logprobs="message.output_text.logprobs" in job.include,
+            function_names=job.chat.function_names,
+            seal_reasoning=seal if "reasoning.encrypted_content" in job.include else None,
+        ))
+        self.stamper = EventStamper()
+        self.first_delta_at: float | None = None  # time.monotonic() of the first delta
+        self.stopped: str | None = None  # "unclaimed" or "cancelled"
+
+    async def emit(self, events: list, urgent: bool = True) -> None:
+        if events:
+            await self.writer.append(stamped_entry(self.stamper, events), urgent=urgent)
+
+    async def run(self) -> Ending:
+        running = asyncio.ensure_future(self._turns())
+        self.claim.on_refused(lambda: self._stop("unclaimed", running))
+        watch = None
+        if self.job.cancellable:
+            watch = await cancellation().watch(self.job.id,
+                                               lambda: self._stop("cancelled", running))
+        try:
+            await running
+            return Ending("finished", self.translator.finish())
+        except asyncio.CancelledError:
+            if self.stopped is None:
+                raise
+            if self.stopped == "unclaimed":
+                return Ending("unclaimed")
+            log.info("run %s cancelled", self.job.id)
+            return Ending("finished", self.translator.cancel())
+        except RunNotClaimed:
+            return Ending("unclaimed")
+        except UpstreamRejected as rejected:
+            return await self._rejected(rejected)
+        except UpstreamStreamFailed as failure:
+            log.warning("run %s failed mid-stream: %s", self.job.id, failure.message)
+            return Ending("finished", self.translator.fail(failure.code, failure.message))
+        except StreamFenced:
+            log.warning("run %s lost its event stream to another writer; stopping", self.job.id)
+            await self.writer.close()
+            return Ending("fenced")
+        except Exception:
+            log.exception("run %s crashed", self.job.id)
+            return await self._crashed()
+        finally:
+            if watch is not None:
+                watch.close()
+            if self.job.cancellable:
+                cancellation().forget(self.job.id)
+
+    def _stop(self, why: str, running: asyncio.Future) -> None:
+        self.stopped = self.stopped or why
+        running.cancel()  # its upstream call is closed
+
+    @property
+    def started(self) -> bool:
+        """Whether the response's first events are out (it is visible to its client)."""
+        return self.stamper.next_sequence_number > 0
+
+    async def _rejected(self, rejected: UpstreamRejected) -> Ending:
+        if not self.started and not self.job.background:
+            return Ending("rejected", rejected=rejected)
+        # the response is visible already (background, MCP listing): it fails in it
+        if not self.started:
+            await self.emit(self.translator.start())
+        code = "rate_limit_exceeded" if rejected.status == 429 else "server_error"
+        return Ending("finished", self.translator.fail(code, rejected.body["error"]["message"]))
+
+    async def _crashed(self) -> Ending:
+        if not self.started and not self.job.background:
+            return Ending("rejected", rejected=UpstreamRejected(500, error_body(
+                CRASHED, "server_error", None, "server_error")))
+        if not self.started:
+            await self.emit(self.translator.start(), urgent=False)
+        return Ending("finished", self.translator.fail("server_error", CRASHED))
+
+    async def _turns(self) -> None:
+        """The upstream turns of one response, up to (not including) its end: one turn, or
+        with MCP tools, turns until the model stops calling them."""
+        body = self.job.chat.body
+        tools = None
+        if self.mcp_plan is not None:
+            tools = McpToolLoop(self.mcp_plan, self.job, self.translator, self.emit)
+            await self.emit(self.translator.start(), urgent=False)
+            body = await tools.prepare()
+        while body is not None:
+            await self._turn(body)
+            if tools is None:
+                break
+            events, calls = self.translator.end_turn()
+            await self.emit(events)
+            body = await tools.after_turn(calls)
+
+    async def _turn(self, body: dict) -> None:
+        """One upstream call, its chunks translated onto the bus (the response's start events
+        go first, once the upstream accepted, unless they were sent already)."""
+        async with open_chat_stream(self.route, body, settings.STREAM_BATCH_MS / 1000,
+                                    _retry_policy()) as batches:
+            if not self.started:  # not urgent: it usually travels with the first delta
+                await self.emit(self.translator.start(), urgent=False)
+            first_delta_sent = False
+            async for chunks in batches:
+                events = []
+                for chunk in chunks:
+                    events += self.translator.feed(chunk)
+                if not events:
+                    continue
+                urgent = not first_delta_sent and any(e["type"] in DELTA_EVENTS for e in events)
+                if urgent:
+                    first_delta_sent = True
+                    if self.first_delta_at is None:
+                        self.first_delta_at = time.monotonic()
+                await self.emit(events, urgent=urgent)
+
+
+def _retry_policy() -> RetryPolicy:
+    return RetryPolicy(max_retries=settings.UPSTREAM_MAX_RETRIES,
+                       max_wait=settings.UPSTREAM_RETRY_MAX_WAIT)
