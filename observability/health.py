@@ -2,7 +2,6 @@
 from django.db import connection
 
 from responses_app import backends
-from responses_app.worker.heartbeat import heartbeats
 
 from .redis_client import probe_client
 
@@ -32,7 +31,7 @@ def _redis_and_workers() -> tuple[dict, dict]:
     client = probe_client()
     try:
         client.ping()
-        workers = heartbeats().live_workers(client)
+        workers = backends.service("heartbeats").live_workers(client)
     except Exception as exc:
         failure = {"ok": False, "detail": _brief(exc)}
         return failure, {"ok": False, "detail": "unknown: Redis is unavailable"}

@@ -44,7 +44,6 @@ class _ScrapeTimeCollector:
     def collect(self):
         from responses_app import backends
         from responses_app.jobs import RUN_QUEUE_KEY
-        from responses_app.worker.heartbeat import heartbeats
 
         from .redis_client import probe_client
 
@@ -53,7 +52,7 @@ class _ScrapeTimeCollector:
         try:
             client = probe_client()
             depth = client.llen(RUN_QUEUE_KEY)
-            workers = len(heartbeats().live_workers(client))
+            workers = len(backends.service("heartbeats").live_workers(client))
         except Exception as exc:  # a scrape must not fail because Redis did
             log.warning("metrics: Redis unavailable: %s", exc)
             return

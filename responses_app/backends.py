@@ -8,6 +8,8 @@ the run queue that worker processes consume. Each service's module asks `build(N
 its implementation (and caches it): the table names them by dotted path, so the request
 side never imports the worker side to choose the dispatcher.
 """
+from functools import lru_cache
+
 from django.conf import settings
 from django.utils.module_loading import import_string
 
@@ -32,6 +34,12 @@ REDIS = {
 def in_process() -> bool:
     """Whether this deployment is embedded (no Redis: one process is web and worker)."""
     return settings.EMBEDDED
+
+
+@lru_cache(maxsize=None)
+def service(name: str):
+    """The process's instance of the service `name` (built on first use)."""
+    return build(name)
 
 
 def build(name: str):

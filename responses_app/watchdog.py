@@ -19,7 +19,6 @@ from django.db import close_old_connections
 from . import backends, lifecycle
 from .dispatch import dispatcher
 from .models import ResponseStatus, StoredResponse
-from .worker.heartbeat import heartbeats
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +33,7 @@ def fail_orphaned_runs() -> list[str]:
                    .values_list("id", "worker_id"))
     if not running:
         return []
-    alive = heartbeats().alive({worker for _, worker in running if worker})
+    alive = backends.service("heartbeats").alive({worker for _, worker in running if worker})
     failed = []
     for response_id, worker in running:
         if worker not in alive and lifecycle.fail_orphan(response_id):
@@ -93,7 +92,7 @@ def _forever(beat: bool) -> None:
     while True:
         try:
             if beat:
-                heartbeats().beat()
+                backends.service("heartbeats").beat()
             if time.monotonic() >= next_round:
                 next_round = time.monotonic() + interval
                 run_round()

@@ -8,7 +8,6 @@ import os
 import secrets
 import socket
 import time
-from functools import lru_cache
 
 from django.conf import settings
 
@@ -22,10 +21,9 @@ def worker_id() -> str:
     return WORKER_ID
 
 
-@lru_cache(maxsize=1)
 def heartbeats():
     """The heartbeats of this deployment (backends.py)."""
-    return backends.build("heartbeats")
+    return backends.service("heartbeats")
 
 
 class RedisHeartbeats:
