@@ -19,7 +19,6 @@ MAX_JOB_BYTES = 256 * 1024
 # The columns of a response row that make its run's job (what a claim reads).
 JOB_COLUMNS = ("tenant_id", "model", "store", "background", "previous_response_id", "request",
                "input_items", "resource", "conversation_id")
-JSON_COLUMNS = ("request", "input_items", "resource")
 
 
 @dataclass
@@ -42,8 +41,6 @@ class Job:
     def of_columns(cls, response_id: str, columns: dict, carried: bool = False) -> "Job":
         """The job from its row's columns (as claimed, or as a message carried them)."""
         values = {name: columns[name] for name in JOB_COLUMNS}
-        for name in JSON_COLUMNS:
-            values[name] = _json(values[name])
         values["store"], values["background"] = bool(values["store"]), bool(values["background"])
         return cls(id=response_id, carried=carried, **values)
 
@@ -85,7 +82,3 @@ def job_of_message(message: bytes) -> tuple[str, Job | None]:
     response_id, columns = parse_run_message(message)
     return response_id, None if columns is None else Job.of_columns(response_id, columns, True)
 
-
-def _json(value):
-    """A JSON column as Python data (Postgres hands back objects, SQLite text)."""
-    return orjson.loads(value) if isinstance(value, str | bytes) else value

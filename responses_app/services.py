@@ -90,7 +90,7 @@ async def response_start(new: NewResponse) -> None:
     for the row, and a run sent with its job calls the upstream meanwhile. The row is one
     INSERT in autocommit (atomic by itself); if the run cannot be sent, it is removed."""
     job = new.job
-    inserting = asyncio.ensure_future(lifecycle.insert_response(job, run_db))
+    inserting = asyncio.ensure_future(lifecycle.insert_response(job))
     try:
         await dispatcher().send(job)
     except Exception:

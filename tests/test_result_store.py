@@ -29,7 +29,7 @@ def _queued(tenant: Tenant, response_id: str, *, store: bool = True) -> None:
         input_items=[{"type": "message", "role": "user",
                       "content": [{"type": "input_text", "text": "hi"}]}],
         resource={"id": response_id, "object": "response", "model": "m", "status": "queued",
-                  "output": []}), _on_a_thread))
+                  "output": []})))
 
 
 def _on_a_loop(coroutine):
@@ -44,11 +44,11 @@ def _on_a_loop(coroutine):
 
 
 def claim_run(response_id: str, worker: str):
-    return _on_a_loop(lifecycle.claim_job(response_id, worker, _on_a_thread))
+    return _on_a_loop(lifecycle.claim_job(response_id, worker))
 
 
 def claim(response_id: str, worker: str) -> bool:
-    return _on_a_loop(lifecycle.claim(response_id, worker, _on_a_thread))
+    return _on_a_loop(lifecycle.claim(response_id, worker))
 
 
 def _finished(job, status: str = "completed", input_tokens: int = 7) -> dict:
@@ -131,7 +131,7 @@ def test_a_claim_from_an_event_loop_waits_for_its_row_too():
 
     async def claim_then_close():
         try:
-            return await lifecycle.claim("resp_loop", "w2", on_thread=None)
+            return await lifecycle.claim("resp_loop", "w2")
         finally:
             await close_pool()
 

@@ -1,12 +1,8 @@
-"""How the lifecycle's hot statements reach the database from an event loop: on Postgres
-through psycopg's async connections, a small pool per event loop, so none waits for a
-database thread (a hop to a thread and back wakes a thread and costs milliseconds on a
-busy process). The embedded mode's SQLite has no such driver: there each statement goes
-to a database thread (`on_thread`, the caller's) through Django's connection
-(sqlite_twins.py, which goes when the embedded mode runs on PostgreSQL).
-"""
+"""How the lifecycle's hot statements reach the database from an event loop: through
+psycopg's async connections, a small pool per event loop, so none waits for a database
+thread (a hop to a thread and back wakes a thread, and waits for a free one on a busy
+process)."""
 import asyncio
-from functools import lru_cache
 
 from django.conf import settings
 from django.db import connection
@@ -17,11 +13,6 @@ DJANGO_ONLY_OPTIONS = {"pool", "server_side_binding", "isolation_level", "assume
                        "cursor_factory", "context", "prepare_threshold"}
 
 _pools: dict = {}  # event loop -> psycopg_pool.AsyncConnectionPool
-
-
-@lru_cache(maxsize=1)
-def on_postgres() -> bool:
-    return connection.vendor == "postgresql"
 
 
 async def fetchone(sql: str, params) -> tuple | None:

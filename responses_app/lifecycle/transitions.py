@@ -19,40 +19,34 @@ from conversations.items import append_items
 
 from ..jobs import JOB_COLUMNS, Job
 from ..models import ResponseStatus, StoredResponse
-from . import sqlite_twins, statements
-from .database import fetchone, on_postgres
+from . import statements
+from .database import fetchone
 
 # A run of a conversation that ends in these adds its turn to the conversation.
 TURN_STATUSES = {ResponseStatus.COMPLETED.value, ResponseStatus.INCOMPLETE.value}
 
 
-async def insert_response(job: Job, on_thread) -> None:
+async def insert_response(job: Job) -> None:
     """INSERT the new response's row, queued (autocommit: committed on return)."""
-    params = statements.insert_params(job)
-    if on_postgres():
-        await fetchone(statements.INSERT_SQL, params)
-    else:
-        await on_thread(sqlite_twins.execute, statements.INSERT_SQL, params)
+    await fetchone(statements.INSERT_SQL, statements.insert_params(job))
 
 
-async def claim(response_id: str, worker: str, on_thread) -> bool:
+async def claim(response_id: str, worker: str) -> bool:
     """Take the queued response for a run that has its job already; whether it got it."""
-    return await _claim(("id",), response_id, worker, on_thread) is not None
+    return await _claim(("id",), response_id, worker) is not None
 
 
-async def claim_job(response_id: str, worker: str, on_thread) -> Job | None:
+async def claim_job(response_id: str, worker: str) -> Job | None:
     """Take the queued response and read its job; None if another run has it or it is gone."""
-    claimed = await _claim(("id", *JOB_COLUMNS), response_id, worker, on_thread)
+    claimed = await _claim(("id", *JOB_COLUMNS), response_id, worker)
     if claimed is None:
         return None
     return Job.of_columns(response_id, dict(zip(JOB_COLUMNS, claimed[1:])))
 
 
-async def _claim(columns: tuple[str, ...], response_id: str, worker: str, on_thread):
+async def _claim(columns: tuple[str, ...], response_id: str, worker: str):
     """The claimed row's `columns`, or None; looks again while the row is not written yet
     (the web writes it and sends the run at the same time)."""
-    if not on_postgres():
-        return await on_thread(sqlite_twins.claim, columns, response_id, worker)
     sql = statements.claim_sql(columns, with_status=True)
     params = statements.claim_params(response_id, worker) + [response_id]
     started = time.monotonic()
@@ -70,7 +64,7 @@ async def store_result(job: Job, resource: dict, on_thread) -> bool:
     """Store a run's result with its usage (store=false: forget the response, count its
     usage), atomically; a conversation's turn is appended in the same transaction. False
     when the run no longer owns the row: its result must be neither stored nor published."""
-    if job.conversation_id or not on_postgres():
+    if job.conversation_id:
         return await on_thread(_store_in_transaction, job, resource)
     sql = statements.STORE_WITH_USAGE_SQL if job.store else statements.FORGET_WITH_USAGE_SQL
     stored, = await fetchone(sql, statements.result_with_usage_params(job, resource))
@@ -78,8 +72,8 @@ async def store_result(job: Job, resource: dict, on_thread) -> bool:
 
 
 def _store_in_transaction(job: Job, resource: dict) -> bool:
-    """store_result on a database thread: the conversation's lock and its items are more
-    than one statement."""
+    """store_result on a database thread, for a conversation's turn: its lock and its
+    items are more than one statement."""
     with transaction.atomic():
         if job.store:
             with connection.cursor() as cursor:

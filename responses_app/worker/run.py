@@ -66,7 +66,7 @@ async def run_response(response_id: str, carried: Job | None = None) -> None:
 async def _claiming(response_id: str, carried: Job | None) -> tuple[RunJob, Streaming] | None:
     """The run's job, ready to stream (None: another run has the response, or it is gone)."""
     if carried is None:
-        job = await lifecycle.claim_job(response_id, worker_id(), blocking)
+        job = await lifecycle.claim_job(response_id, worker_id())
         if job is None:
             return None
         job, route, mcp_plan = await blocking(_prepare, job)

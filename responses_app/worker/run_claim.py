@@ -9,7 +9,6 @@ import logging
 from .. import lifecycle
 from ..bus.entries import Entry
 from .heartbeat import worker_id
-from .loop import blocking
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +32,7 @@ class Claim:
     def pending(cls, response_id: str) -> "Claim":
         """A claim sent now, confirmed while the run goes on."""
         claim = cls(response_id, asyncio.ensure_future(
-            lifecycle.claim(response_id, worker_id(), blocking)))
+            lifecycle.claim(response_id, worker_id())))
         claim.task.add_done_callback(claim._log_failure)
         return claim
 
