@@ -1,7 +1,6 @@
 """The worker's writes of a response row on the test database (Postgres under `make test`):
 a run's claim (which may come before the row), then its result, stored with its usage
-exactly once, as a run stores it (from an event loop: one statement on Postgres, the
-transaction on a database thread otherwise); a run that no longer owns its row stores and
+exactly once, as a run stores it (from an event loop: one statement); a run that no longer owns its row stores and
 counts nothing. Transactional: the event loop's connections see what the test wrote."""
 import asyncio
 import time

@@ -31,8 +31,7 @@ UPDATE {table} SET status = %s, worker_id = %s WHERE id = %s AND status = %s
 RETURNING {columns}
 """
 STATUS_SQL = f"SELECT status FROM {TABLE} WHERE id = %s"
-# Postgres: a claim and the row's status (its snapshot from before the UPDATE), in one
-# round trip: (status, id, columns...) claimed; (status, NULL...) not; (NULL, NULL...) no
+# A claim and the row's status (its snapshot from before the UPDATE), in one round trip: (status, id, columns...) claimed; (status, NULL...) not; (NULL, NULL...) no
 # row yet.
 CLAIM_OR_STATUS_SQL = """
 WITH claimed AS ({claim})
@@ -51,7 +50,7 @@ UPDATE {TABLE} SET status = %(status)s, resource = %(resource)s,
                    completed_at = %(completed_at)s, error_code = %(error_code)s
 WHERE {OWNED}
 """
-# Postgres: the same conditional write (an UPDATE, or for store=false a DELETE) and the
+# The same conditional write (an UPDATE, or for store=false a DELETE) and the
 # usage writes (accounting.usage's record_response_usage), one statement: atomic without a
 # transaction block, one round trip instead of five.
 STORE_WITH_USAGE_SQL = f"""
@@ -67,11 +66,10 @@ SELECT count(*) FROM stored
 """
 
 
-def claim_sql(columns: tuple[str, ...], with_status: bool) -> str:
-    """The claim reading `columns`: with the row's status in the same statement (Postgres),
-    or alone."""
+def claim_sql(columns: tuple[str, ...]) -> str:
+    """The claim reading `columns`, with the row's status in the same statement."""
     claim = CLAIM_SQL.format(table=TABLE, columns=", ".join(columns))
-    return CLAIM_OR_STATUS_SQL.format(claim=claim, status=STATUS_SQL) if with_status else claim
+    return CLAIM_OR_STATUS_SQL.format(claim=claim, status=STATUS_SQL)
 
 
 def claim_params(response_id: str, worker: str) -> list:
