@@ -11,15 +11,13 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
 
 django_app = get_asgi_application()
 
-from django.conf import settings  # noqa: E402
-
-from responses_app import watchdog  # noqa: E402
+from responses_app import backends, watchdog  # noqa: E402
 from responses_app.asgi_front import serve_streaming_views  # noqa: E402
 from responses_app.websocket import refuse_websocket  # noqa: E402
 
 
 # Every web process watches for runs whose worker died; embedded, it is the worker too.
-watchdog.start_background_thread(beat=settings.EMBEDDED)
+watchdog.start_background_thread(beat=backends.in_process())
 
 application = ProtocolTypeRouter({
     "http": serve_streaming_views(django_app),

@@ -11,7 +11,7 @@ its answer carries (admission adds the rate-limit headers).
 Nothing here waits for a database thread when it need not: a request whose key and limits
 are remembered and that reads nothing stored (no chain, conversation or MCP tools) is
 admitted and validated on the event loop, and its row is written from there
-(loop_rows.py); everything else goes to the database threads (db_threads.py).
+(lifecycle/database.py); everything else goes to the database threads (db_threads.py).
 """
 import logging
 import time
