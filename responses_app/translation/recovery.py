@@ -8,7 +8,7 @@ part its text `.done` and part `.done` with the text streamed so far.
 import copy
 from dataclasses import dataclass, field
 
-from .state_machine import OUTPUT_TEXT, REASONING_SUMMARY, REASONING_TEXT, REFUSAL
+from .part_kinds import OUTPUT_TEXT, REASONING_SUMMARY, REASONING_TEXT, REFUSAL
 
 PART_KINDS = {kind.delta_event: kind for kind in (OUTPUT_TEXT, REFUSAL, REASONING_TEXT,
                                                    REASONING_SUMMARY)}

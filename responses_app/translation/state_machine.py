@@ -1,5 +1,11 @@
 """Chat Completions stream chunks → Responses API stream events: one pure state machine.
 
+This module owns the machine: which output item is open (a text segment, tool calls, MCP
+calls awaiting results), the transitions between them, and the response's own lifecycle.
+The items and their events are built in `text_items` (message and reasoning), `tool_items`
+(function calls, MCP approval requests) and `mcp_events` (MCP calls and tool lists); the
+content part kinds are in `part_kinds`.
+
 `start()` opens the response, `feed(chunk)` turns one decoded chunk into events, `finish()`
 closes whatever is open and ends the response, `fail()` ends it as failed, `cancel()`
 closes what is open and leaves the response cancelled (no terminal event exists for that:
@@ -11,7 +17,7 @@ A response may span several upstream turns (gateway-run MCP tools): `end_turn()`
 turn's items and hands back the MCP calls to run, `mcp_call_done()` closes each with its
 result, and the next turn's chunks are fed to the same translator, so output indexes and
 items continue. A call to an MCP tool becomes an `mcp_call` item (or, when it needs
-approval, an `mcp_approval_request` item); `mcp_events` builds the MCP item events.
+approval, an `mcp_approval_request` item).
 
 Contract: the events a call returns must be serialized before the next call, because the
 item dicts they point at keep changing until their `output_item.done`.
@@ -19,65 +25,15 @@ item dicts they point at keep changing until their `output_item.done`.
 import time
 from dataclasses import dataclass, field
 
-from . import mcp_events
+from . import mcp_events, text_items, tool_items
+from .part_kinds import OUTPUT_TEXT, REASONING_SUMMARY, REASONING_TEXT, REFUSAL
+from .text_items import TextSegment
+from .tool_items import McpToolTarget, ToolCall
 from .usage import sum_chat_usage, usage_from_chat
 
-
-@dataclass(frozen=True)
-class PartKind:
-    """A streamed content part: its part type, its text field and its event names."""
-
-    part_type: str
-    text_field: str
-    delta_event: str
-    done_event: str
-    part_added: str = "response.content_part.added"
-    part_done: str = "response.content_part.done"
-    index_field: str = "content_index"
-    item_list: str = "content"
-
-
-OUTPUT_TEXT = PartKind("output_text", "text", "response.output_text.delta",
-                       "response.output_text.done")
-REFUSAL = PartKind("refusal", "refusal", "response.refusal.delta", "response.refusal.done")
-REASONING_TEXT = PartKind("reasoning_text", "text", "response.reasoning_text.delta",
-                          "response.reasoning_text.done")
-REASONING_SUMMARY = PartKind("summary_text", "text", "response.reasoning_summary_text.delta",
-                             "response.reasoning_summary_text.done",
-                             part_added="response.reasoning_summary_part.added",
-                             part_done="response.reasoning_summary_part.done",
-                             index_field="summary_index", item_list="summary")
+__all__ = ["McpToolTarget", "ResponseTranslator", "TranslatorOptions"]
 
 FINISH_INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
-
-
-@dataclass
-class _Segment:
-    """The open message or reasoning item and its open content part."""
-
-    item: dict
-    output_index: int
-    kind: PartKind | None = None
-    part: dict | None = None
-    part_index: int = -1
-    pieces: list = field(default_factory=list)
-    logprobs: list = field(default_factory=list)
-
-
-@dataclass
-class _ToolCall:
-    item: dict
-    output_index: int | None  # None: an approval request, added when the turn ends
-    pieces: list = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class McpToolTarget:
-    """What an upstream function name means when it is a gateway-run MCP tool."""
-
-    server_label: str
-    name: str
-    needs_approval: bool
 
 
 @dataclass
@@ -98,13 +54,13 @@ class ResponseTranslator:
     def __init__(self, response: dict, options: TranslatorOptions):
         self.response = response
         self.options = options
-        self._segment: _Segment | None = None
-        self._calls: dict[int, _ToolCall] = {}
+        self._segment: TextSegment | None = None
+        self._calls: dict[int, ToolCall] = {}
         self._finish_reason: str | None = None
         self._usage: dict | None = None
         self._turn_usages: list[dict] = []
         # mcp_call items whose arguments are done and whose result is awaited
-        self._running: dict[str, _ToolCall] = {}
+        self._running: dict[str, ToolCall] = {}
 
     # --- lifecycle ---------------------------------------------------------------------------
     def start(self) -> list[dict]:
@@ -154,7 +110,7 @@ class ResponseTranslator:
         for _, call in sorted(self._calls.items()):
             kind = call.item["type"]
             if kind == "function_call":
-                self._close_call(events, call, "completed")
+                tool_items.close_function_call(events, call, "completed")
             elif kind == "mcp_approval_request":
                 call.item["arguments"] = "".join(call.pieces)
                 events += mcp_events.added_and_done(self._add_item_index(call.item), call.item)
@@ -176,8 +132,8 @@ class ResponseTranslator:
         item = mcp_events.new_call_item(self.options.ids("mcp"), server_label, name,
                                         approval_request_id)
         events: list[dict] = []
-        call = _ToolCall(item=item, output_index=self._add_item(events, item, dict(item)),
-                         pieces=[arguments])
+        call = ToolCall(item=item, output_index=self._add_item(events, item, dict(item)),
+                        pieces=[arguments])
         events.append(mcp_events.call_in_progress(item, call.output_index))
         if arguments:
             events.append(mcp_events.arguments_delta(item, call.output_index, arguments))
@@ -243,72 +199,21 @@ class ResponseTranslator:
             segment = self._open_segment(events, item_type)
         if segment.kind is not kind:
             if segment.kind is not None:
-                self._close_part(events, segment)
-            self._open_part(events, segment, kind)
-        segment.pieces.append(text)
-        event = {"type": kind.delta_event, "item_id": segment.item["id"],
-                 "output_index": segment.output_index, kind.index_field: segment.part_index,
-                 "delta": text}
-        if kind is OUTPUT_TEXT:
-            event["logprobs"] = logprobs or []
-            if logprobs:
-                segment.logprobs.extend(logprobs)
-        events.append(event)
+                text_items.close_part(events, segment)
+            text_items.open_part(events, segment, kind)
+        text_items.text_delta(events, segment, text, logprobs)
 
-    def _open_segment(self, events, item_type) -> _Segment:
-        if item_type == "message":
-            item = {"id": self.options.ids("msg"), "type": "message", "status": "in_progress",
-                    "role": "assistant", "content": []}
-            added = {**item, "content": []}
-        else:
-            item = {"id": self.options.ids("rs"), "type": "reasoning", "status": "in_progress",
-                    "summary": [], "content": []}
-            added = {**item, "summary": [], "content": []}
-        segment = _Segment(item=item, output_index=self._add_item(events, item, added))
+    def _open_segment(self, events, item_type) -> TextSegment:
+        item, added = text_items.new_item(item_type, self.options.ids)
+        segment = TextSegment(item=item, output_index=self._add_item(events, item, added))
         self._segment = segment
         return segment
 
-    def _open_part(self, events, segment, kind):
-        part = {"type": kind.part_type, kind.text_field: ""}
-        if kind is OUTPUT_TEXT:
-            part["annotations"] = []
-            part["logprobs"] = []
-        parts = segment.item[kind.item_list]
-        segment.kind, segment.part, segment.part_index = kind, part, len(parts)
-        segment.pieces, segment.logprobs = [], []
-        parts.append(part)
-        events.append({"type": kind.part_added, "item_id": segment.item["id"],
-                       "output_index": segment.output_index,
-                       kind.index_field: segment.part_index, "part": dict(part)})
-
-    def _close_part(self, events, segment):
-        kind, part = segment.kind, segment.part
-        text = "".join(segment.pieces)
-        part[kind.text_field] = text
-        done = {"type": kind.done_event, "item_id": segment.item["id"],
-                "output_index": segment.output_index, kind.index_field: segment.part_index,
-                kind.text_field: text}
-        if kind is OUTPUT_TEXT:
-            part["logprobs"] = segment.logprobs
-            done["logprobs"] = segment.logprobs
-        events.append(done)
-        events.append({"type": kind.part_done, "item_id": segment.item["id"],
-                       "output_index": segment.output_index,
-                       kind.index_field: segment.part_index, "part": part})
-        segment.kind = segment.part = None
-
     def _close_segment(self, events, status):
-        segment = self._segment
-        if segment.kind is not None:
-            self._close_part(events, segment)
-        segment.item["status"] = status
-        if segment.item["type"] == "reasoning" and self.options.seal_reasoning is not None:
-            segment.item["encrypted_content"] = self.options.seal_reasoning(segment.item)
-        events.append({"type": "response.output_item.done", "output_index": segment.output_index,
-                       "item": segment.item})
+        text_items.close_item(events, self._segment, status, self.options.seal_reasoning)
         self._segment = None
 
-    # --- function calls ------------------------------------------------------------------------
+    # --- tool calls: function calls, MCP calls and approval requests ---------------------------
     def _tool_call_piece(self, events, position, piece):
         index = piece.get("index", position)
         function = piece.get("function") or {}
@@ -324,42 +229,24 @@ class ResponseTranslator:
             call.pieces.append(arguments)
             kind = call.item["type"]
             if kind == "function_call":
-                events.append({"type": "response.function_call_arguments.delta",
-                               "item_id": call.item["id"], "output_index": call.output_index,
-                               "delta": arguments})
+                events.append(tool_items.function_arguments_delta(call, arguments))
             elif kind == "mcp_call":
                 events.append(mcp_events.arguments_delta(call.item, call.output_index, arguments))
 
-    def _open_call(self, events, piece, upstream_name) -> _ToolCall:
+    def _open_call(self, events, piece, upstream_name) -> ToolCall:
         mcp = self.options.mcp_tools.get(upstream_name)
         if mcp is not None and mcp.needs_approval:
-            # Added whole when the turn ends: an approval request streams no arguments.
-            item = {"id": self.options.ids("mcpr"), "type": "mcp_approval_request",
-                    "server_label": mcp.server_label, "name": mcp.name, "arguments": ""}
-            return _ToolCall(item=item, output_index=None)
+            item = tool_items.approval_request_item(self.options.ids("mcpr"), mcp)
+            return ToolCall(item=item, output_index=None)
         if mcp is not None:
             item = mcp_events.new_call_item(self.options.ids("mcp"), mcp.server_label, mcp.name,
                                             None)
-            call = _ToolCall(item=item, output_index=self._add_item(events, item, dict(item)))
+            call = ToolCall(item=item, output_index=self._add_item(events, item, dict(item)))
             events.append(mcp_events.call_in_progress(item, call.output_index))
             return call
-        name, namespace = self.options.function_names.get(upstream_name, (upstream_name, None))
-        item = {"id": self.options.ids("fc"), "type": "function_call",
-                "status": "in_progress", "arguments": "",
-                "call_id": piece.get("id") or self.options.ids("call"), "name": name}
-        if namespace:
-            item["namespace"] = namespace
-        return _ToolCall(item=item, output_index=self._add_item(events, item, dict(item)))
-
-    def _close_call(self, events, call, status):
-        item = call.item
-        item["arguments"] = "".join(call.pieces)
-        item["status"] = status
-        events.append({"type": "response.function_call_arguments.done", "item_id": item["id"],
-                       "output_index": call.output_index, "arguments": item["arguments"],
-                       "name": item["name"]})
-        events.append({"type": "response.output_item.done", "output_index": call.output_index,
-                       "item": item})
+        item = tool_items.function_call_item(self.options.ids, piece, upstream_name,
+                                             self.options.function_names)
+        return ToolCall(item=item, output_index=self._add_item(events, item, dict(item)))
 
     # --- shared --------------------------------------------------------------------------------
     def _add_item(self, events, item, added_snapshot) -> int:
@@ -385,10 +272,10 @@ class ResponseTranslator:
         if self._segment is not None:
             open_items.append((self._segment.output_index, self._segment))
         for _, thing in sorted(open_items, key=lambda pair: pair[0]):
-            if not isinstance(thing, _ToolCall):
+            if not isinstance(thing, ToolCall):
                 self._close_segment(events, status)
             elif thing.item["type"] == "function_call":
-                self._close_call(events, thing, status)
+                tool_items.close_function_call(events, thing, status)
             else:
                 if thing.item["id"] not in self._running:  # arguments still streaming
                     thing.item["arguments"] = "".join(thing.pieces)
