@@ -50,7 +50,7 @@ create_response = dict(
     summary="Create a response",
     description="Runs the model (routed by name) and answers with the response object, or, "
                 "with `stream: true`, the Responses event stream as server-sent events ending "
-                "in `data: [DONE]`. Served by an async view (responses_app.stream_views).",
+                "in `data: [DONE]`. Served by an async view (responses_app.api.stream_views).",
     request={"application/json": ref("CreateResponseRequest")},
     responses={
         (200, "application/json"): OpenApiResponse(ref("Response"), description="The response."),
@@ -175,12 +175,12 @@ LINKS = {
 
 # view import path -> {method: extend_schema(**arguments)}
 DOCUMENTED_VIEWS = {
-    "responses_app.views.ResponseCollection": {"post": create_response},
-    "responses_app.views.ResponseDetail": {"get": retrieve_response, "delete": delete_response},
-    "responses_app.views.ResponseInputItems": {"get": list_input_items},
-    "responses_app.views.ModelList": {"get": list_models},
+    "responses_app.api.views.ResponseCollection": {"post": create_response},
+    "responses_app.api.views.ResponseDetail": {"get": retrieve_response, "delete": delete_response},
+    "responses_app.api.views.ResponseInputItems": {"get": list_input_items},
+    "responses_app.api.views.ModelList": {"get": list_models},
     "accounting.views.UsageView": {"get": usage},
-    "responses_app.views.ResponseCancel": {"post": cancel_response},
+    "responses_app.api.views.ResponseCancel": {"post": cancel_response},
     "conversations.views.ConversationCreate": {"post": create_conversation},
     "conversations.views.ConversationDetail": {
         "get": retrieve_conversation, "post": update_conversation,

@@ -1,7 +1,7 @@
 """The ASGI application served by Daphne: HTTP is Django's, the streaming views
-(responses_app/stream_views.py) through the ASGI front that skips the middleware chain
-(responses_app/asgi_front.py); WebSocket handshakes are refused for now
-(responses_app/websocket.py)."""
+(responses_app/api/stream_views.py) through the ASGI front that skips the middleware chain
+(responses_app/api/asgi_front.py); WebSocket handshakes are refused for now
+(responses_app/api/websocket.py)."""
 import os
 
 from channels.routing import ProtocolTypeRouter
@@ -12,8 +12,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
 django_app = get_asgi_application()
 
 from responses_app import backends, watchdog  # noqa: E402
-from responses_app.asgi_front import serve_streaming_views  # noqa: E402
-from responses_app.websocket import refuse_websocket  # noqa: E402
+from responses_app.api.asgi_front import serve_streaming_views  # noqa: E402
+from responses_app.api.websocket import refuse_websocket  # noqa: E402
 
 
 # Every web process watches for runs whose worker died; embedded, it is the worker too.

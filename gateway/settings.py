@@ -42,7 +42,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "observability.http.exchange_middleware",
-    "responses_app.middleware.ApiErrorMiddleware",
+    "responses_app.api.middleware.ApiErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # the admin's static files, from the apps' static folders (no collectstatic step)
     "servestatic.middleware.ServeStaticMiddleware",
@@ -108,7 +108,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["responses_app.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["responses_app.parsers.JSONWithoutNulParser"],
+    "DEFAULT_PARSER_CLASSES": ["responses_app.api.parsers.JSONWithoutNulParser"],
     "EXCEPTION_HANDLER": "responses_app.errors.drf_exception_handler",
     "DEFAULT_THROTTLE_CLASSES": ["accounting.throttle.RateLimitThrottle"],
     "UNAUTHENTICATED_USER": None,
@@ -241,4 +241,4 @@ LOGGING = logging_config(level=env.str("LOG_LEVEL", default="INFO"),
                          library_level=env.str("LIBRARY_LOG_LEVEL", default="WARNING"),
                          json=env.str("LOG_FORMAT", default="json") == "json")
 
-CSRF_FAILURE_VIEW = "responses_app.views.csrf_failure"
+CSRF_FAILURE_VIEW = "responses_app.api.views.csrf_failure"

@@ -11,11 +11,11 @@ urlpatterns = [
     path("v1/usage", UsageView.as_view()),
     path("v1/", include("conversations.urls")),
     # last under /v1: its final route is the catch-all JSON 404
-    path("v1/", include("responses_app.urls")),
+    path("v1/", include("responses_app.api.urls")),
     path("", include("observability.urls")),
     path("admin/", admin.site.urls),
 ]
 
 # No HTML under /v1, even for errors raised before a view runs.
-handler400 = "responses_app.views.bad_request"
-handler500 = "responses_app.views.server_error"
+handler400 = "responses_app.api.views.bad_request"
+handler500 = "responses_app.api.views.server_error"

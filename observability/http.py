@@ -1,7 +1,7 @@
 """Observing one HTTP exchange: request id, access log line, request counter.
 
 Every request goes through begin_exchange and finish_exchange: from the Django middleware
-below, or from the ASGI front of the streaming views (responses_app/asgi_front.py).
+below, or from the ASGI front of the streaming views (responses_app/api/asgi_front.py).
 """
 import logging
 import time

@@ -6,7 +6,7 @@ import io
 import pytest
 
 from responses_app.errors import InvalidRequest
-from responses_app.parsers import JSONWithoutNulParser
+from responses_app.api.parsers import JSONWithoutNulParser
 
 
 def assert_error(response, status, code):

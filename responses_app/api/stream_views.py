@@ -17,7 +17,7 @@ from django.http import HttpResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from . import relay, streaming, views
-from .errors import BodyTooLarge
+from ..errors import BodyTooLarge
 
 CLIENT_CLOSED = 499  # nginx's "client closed request", counted when a client leaves
 

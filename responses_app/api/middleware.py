@@ -1,7 +1,7 @@
 """Under /v1, no HTML ever: uncaught exceptions and error pages become JSON errors."""
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 
-from .errors import render_exception
+from ..errors import render_exception
 
 
 class ApiErrorMiddleware:

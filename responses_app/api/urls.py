@@ -2,7 +2,7 @@
 earlier URLconf matched (gateway/urls.py includes the others first) is a JSON 404."""
 from django.urls import path, re_path
 
-from . import url_converters  # noqa: F401  (registers <id:...>)
+from .. import url_converters  # noqa: F401  (registers <id:...>)
 from . import stream_views, views
 
 urlpatterns = [

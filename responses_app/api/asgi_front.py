@@ -23,7 +23,7 @@ from django.urls import Resolver404, resolve
 
 from observability.http import begin_exchange, finish_exchange
 
-from .errors import render_exception
+from ..errors import render_exception
 
 PREFIX = "/v1/responses"
 

@@ -8,9 +8,9 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import models_catalog, selectors, services
-from .errors import APIError, NotFound, ServerError, error_response, render_exception
-from .paging import page_params
+from .. import models_catalog, selectors, services
+from ..errors import APIError, NotFound, ServerError, error_response, render_exception
+from ..paging import page_params
 
 
 class ResponseCollection(APIView):

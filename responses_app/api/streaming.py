@@ -22,14 +22,14 @@ from django.conf import settings
 from accounting import ratelimit
 from observability.request_context import bind_request_id
 
-from . import services
-from .auth import remembered_principal, resolve_api_key
-from .bus import event_bus
-from .cancellation import cancellation
-from .create_request import NUL_MESSAGE, contains_nul, parse_create_request
-from .db_threads import run_db
-from .errors import InvalidRequest, NotFound
-from .models import TERMINAL_STATUSES, StoredResponse
+from .. import services
+from ..auth import remembered_principal, resolve_api_key
+from ..bus import event_bus
+from ..cancellation import cancellation
+from ..create_request import NUL_MESSAGE, contains_nul, parse_create_request
+from ..db_threads import run_db
+from ..errors import InvalidRequest, NotFound
+from ..models import TERMINAL_STATUSES, StoredResponse
 
 log = logging.getLogger(__name__)
 

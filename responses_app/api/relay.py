@@ -15,10 +15,10 @@ from django.conf import settings
 
 from observability.metrics import ACTIVE_STREAMS, EVENTS_RELAYED
 
-from .bus import KEEPALIVE
-from .bus.entries import Entry
-from .errors import ServiceUnavailable, error_body
-from .translation.sse import DONE, KEEPALIVE as KEEPALIVE_BYTES, event_of_block, split_blocks
+from ..bus import KEEPALIVE
+from ..bus.entries import Entry
+from ..errors import ServiceUnavailable, error_body
+from ..translation.sse import DONE, KEEPALIVE as KEEPALIVE_BYTES, event_of_block, split_blocks
 
 # called when a stream stops before the run's end: its client left
 Abandoned = Callable[[], Awaitable[None]] | None
