@@ -198,3 +198,34 @@ def test_without_first_reads_the_shared_read_serves_every_stream(monkeypatch):
     monkeypatch.setattr("responses_app.bus.redis_reader.FIRST_READS", 0)
     test_replay_then_live_tail_gives_every_event_once(redis_bus)
     test_streams_subscribed_while_the_reader_waits_are_all_served(redis_bus)
+
+
+@pytest.mark.parametrize("first_reads", [32, 0])
+def test_a_reader_joining_behind_another_during_a_read_misses_nothing(first_reads,
+                                                                     monkeypatch):
+    """A live reader's shared read is waiting past its cursor when a second reader of the
+    same stream joins from the start, and entries arrive before the read is answered: what
+    that read brings starts after the live reader's cursor, and must not reach the second
+    reader ahead of what it has not seen (it would skip those for good)."""
+    monkeypatch.setattr("responses_app.bus.redis_reader.FIRST_READS", first_reads)
+    bus = RedisEventBus(f"{REDIS_BASE_URL}/{BUS_REDIS_DB}", retention_seconds=60,
+                        run_deadline_seconds=60, flush_interval=0.005)
+    response_id = f"resp_behind_{os.getpid()}_{first_reads}"
+    redis.Redis.from_url(bus.url).delete(f"gw:events:{response_id}")
+
+    async def scenario():
+        writer, stamper = bus.writer(response_id), EventStamper()
+        await writer.append(batch(stamper, 5), urgent=True)
+        await writer.append(batch(stamper, 5), urgent=True)
+        live = await bus.subscribe(response_id, 9)
+        await writer.append(batch(stamper, 2), urgent=True)
+        assert numbers([await live.get(5)]) == [10, 11]  # the shared read now waits past 11
+        await asyncio.sleep(0.05)  # (its XREAD reaches Redis)
+        assert bus.append_now(response_id, batch(stamper, 3))  # answers that read at once
+        behind = await bus.subscribe(response_id, -1)  # joins before the answer is read
+        await writer.append(batch(stamper, 1, end=True))
+        return await collect(live), await collect(behind)
+
+    live, behind = asyncio.run(scenario())
+    assert numbers(live) == list(range(12, 16))
+    assert numbers(behind) == list(range(16))

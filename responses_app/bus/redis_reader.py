@@ -91,17 +91,17 @@ class ReadHub:
             if not group:
                 del self.subscribers[subscription.key]
 
-    def _cursor(self, key: str) -> str:
-        lowest = min(s.cursor for s in self.subscribers[key])
-        return "0-0" if lowest < 0 else f"1-{lowest}"
+    def _lowest_cursor(self, key: str) -> int:
+        return min(s.cursor for s in self.subscribers[key])
 
     async def _read_forever(self) -> None:
         try:
             await self.client.expire(self.wake_key, 24 * 3600)
             while self.subscribers:
                 streams = {self.wake_key: self.wake_id}
-                for key in self.subscribers:
-                    streams[key] = self._cursor(key)
+                read_from = {key: self._lowest_cursor(key) for key in self.subscribers}
+                for key, lowest in read_from.items():
+                    streams[key] = "0-0" if lowest < 0 else f"1-{lowest}"
                 self.reading, self.woken = True, False
                 try:
                     reply = await self.reader.xread(streams, block=READ_BLOCK_MS)
@@ -115,6 +115,11 @@ class ReadHub:
                         continue
                     delivered += 1
                     for subscription in list(self.subscribers.get(key, ())):
+                        if subscription.cursor < read_from[key]:
+                            # it joined during this read, from further back: these entries
+                            # would skip what it has not seen; its first read or the next
+                            # read (from its cursor) serves it
+                            continue
                         for entry_id, fields in entries:
                             subscription.deliver(decode(entry_id, fields))
                 if delivered > 1 and self.bus.read_coalesce:
