@@ -2,6 +2,7 @@
 server (started here on a free port, so the test can stop it) and web and worker sharing
 a Prometheus multiprocess directory."""
 import json
+import time
 from contextlib import contextmanager
 
 import httpx
@@ -73,6 +74,23 @@ def delta(before: dict, after: dict, name: str, **labels) -> float:
     return after.get(key, 0) - before.get(key, 0)
 
 
+def logged_with(deployment, marker: str, loggers: set[str]) -> dict | None:
+    """The deployment's JSON log lines mentioning `marker`, by logger, once every one of
+    `loggers` wrote one; else None."""
+    lines = [json.loads(line) for line in deployment.logs().splitlines()
+             if line.startswith("{") and marker in line]
+    by_logger = {line["logger"]: line for line in lines}
+    return by_logger if loggers <= by_logger.keys() else None
+
+
+def poll_for(condition, what: str):
+    deadline = time.monotonic() + POLL_SECONDS
+    while (value := condition()) is None:
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.05)
+    return value
+
+
 def test_healthz_answers_while_the_process_is_up(stack):
     deployment, _, _, _ = stack
     response = httpx.get(root(deployment) + "/healthz")
@@ -115,9 +133,9 @@ def test_the_request_id_follows_a_run_from_web_to_worker(stack, api):
                         headers={"x-request-id": "trace-4711"})
     assert response.headers["x-request-id"] == "trace-4711"
     response_id = response.json()["id"]
-    lines = [json.loads(line) for line in deployment.logs().splitlines()
-             if line.startswith("{") and "trace-4711" in line]
-    by_logger = {line["logger"]: line for line in lines}
+    # the web logs the access line once the answer is sent, so it may follow the answer
+    by_logger = poll_for(lambda: logged_with(deployment, "trace-4711", {
+        "gateway.access", "responses_app.worker.run_observer"}), "the request's log lines")
     assert by_logger["responses_app.worker.run_observer"]["message"] == (
         f"run {response_id} completed")
     assert by_logger["responses_app.worker.run_observer"]["request_id"] == "trace-4711"
