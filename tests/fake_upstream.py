@@ -75,6 +75,7 @@ class FakeUpstreamApp:
                          "max_in_flight": 0}
         self._frames: dict[str, list[bytes]] = {}
         self._failures_served: dict[str, int] = {}  # fake-flaky model -> failures sent
+        self.released: set[str] = set()  # held models (bench-…-held…) the test let go on
 
     # -- helpers ---------------------------------------------------------------
 
@@ -155,11 +156,12 @@ class FakeUpstreamApp:
             await self._respond(send, sc.status, orjson.dumps(sc.error_body or {}), JSON_HEADERS + extra)
             self.counters["completed"] += 1
         elif body.get("stream"):
-            await self.stream(receive, send, self.frames(model, sc), sc, extra)
+            await self.stream(receive, send, model, sc, extra)
         else:
             await self.non_stream(send, sc, extra)
 
-    async def stream(self, receive, send, frames: list[bytes], sc: Scenario, extra: list) -> None:
+    async def stream(self, receive, send, model: str, sc: Scenario, extra: list) -> None:
+        frames = self.frames(model, sc)
         gone = asyncio.Event()
 
         async def watch() -> None:
@@ -183,6 +185,8 @@ class FakeUpstreamApp:
                     break
                 if i == sc.drop_after:
                     raise _Drop()
+                if i == sc.hold_after:
+                    await self._held(send, model, gone)
                 if i == sc.bad_chunk_after:
                     await send({"type": "http.response.body", "body": BAD_CHUNK, "more_body": True})
                 await send({"type": "http.response.body", "body": frame, "more_body": True})
@@ -199,6 +203,15 @@ class FakeUpstreamApp:
         finally:
             counters["in_flight"] -= 1
             watcher.cancel()
+
+    async def _held(self, send, model: str, gone: asyncio.Event) -> None:
+        """Wait until the test releases `model`, with a keep-alive comment every second."""
+        ticks = 0
+        while model not in self.released and not gone.is_set():
+            await asyncio.sleep(0.05)
+            ticks += 1
+            if ticks % 20 == 0:
+                await send({"type": "http.response.body", "body": b": held\n\n", "more_body": True})
 
     async def non_stream(self, send, sc: Scenario, extra: list) -> None:
         if sc.first_byte_delay:
@@ -295,6 +308,10 @@ class FakeUpstream:
 
     def stats(self) -> dict:
         return dict(self.app.counters)
+
+    def release(self, model: str) -> None:
+        """Let the streams of a held model (``bench-…-held…``) go on."""
+        self.app.released.add(model)
 
 
 def main(argv: list[str] | None = None) -> None:

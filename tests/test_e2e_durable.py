@@ -172,8 +172,11 @@ def test_a_stream_resumes_on_a_second_web_process_while_the_first_still_streams(
     assert final["output"][0]["content"][0]["text"] == bench_text(60)
 
 
-def test_a_web_restart_mid_stream_loses_nothing(durable, api):
-    with api.stream("POST", "/responses", json={"model": "bench-80-40", "input": "restart web",
+def test_a_web_restart_mid_stream_loses_nothing(durable, api, upstream):
+    # the upstream holds after 40 words until the client has resumed: however long the
+    # restart takes, the run cannot end and its events expire (RETENTION_SECONDS) before
+    model = "bench-80-40-held40-restart"
+    with api.stream("POST", "/responses", json={"model": model, "input": "restart web",
                                                 "stream": True}) as stream:
         before = EventReader(stream)
         before.read_until(lambda e: len(deltas(before.events)) >= 5)
@@ -186,6 +189,7 @@ def test_a_web_restart_mid_stream_loses_nothing(durable, api):
     response_id = before.events[0]["response"]["id"]
     with api.stream("GET", f"/responses/{response_id}",
                     params={"stream": "true", "starting_after": seen}) as stream:
+        upstream.release(model)  # the resumed reader is subscribed once its headers came
         after = EventReader(stream).read_to_end()
     joined = before.events + after
     final = check_stream(joined)

@@ -10,6 +10,8 @@ Dynamic model names handled by :func:`scenario_for`:
 
 * ``fake-echo``          -- echoes a compact rendering of the request ``messages``;
 * ``bench-<n>-<ms>``     -- n content chunks ``"w<i> "`` paced ``ms`` milliseconds apart;
+* ``bench-<n>-<ms>-held<k>[-<tag>]`` -- the same, held after ``k`` chunks (keep-alive comments
+  meanwhile) until the test releases that model name (``FakeUpstream.release``);
 * ``fake-slow-<ms>``     -- ``fake-text`` with a first-byte delay of ``ms`` milliseconds;
 * ``fake-tool-caller``   -- scripted by the conversation: after tool results, answers
   ``Results: <result> | <result>``; else each line ``call <function> <json arguments>`` of the
@@ -39,6 +41,7 @@ class Scenario:
     bad_chunk_after: int | None = None
     first_byte_delay: float = 0.0
     pacing: float = 0.0
+    hold_after: int | None = None  # chunks sent before the stream waits to be released
 
 
 # --------------------------------------------------------------------------- builders
@@ -203,6 +206,7 @@ def _slow(ms: int) -> Scenario:
 
 
 _BENCH = re.compile(r"bench-(\d+)-(\d+)")
+_HELD = re.compile(r"bench-(\d+)-(\d+)-held(\d+)(-.*)?")
 _FLAKY = re.compile(r"fake-flaky-(\d{3})x(\d+)(-.*)?")
 
 
@@ -249,6 +253,8 @@ def scenario_for(model: str, request_body: dict) -> Scenario:
         return _tool_caller(model, request_body.get("messages", []))
     if m := _BENCH.fullmatch(model or ""):
         return _bench(model, int(m[1]), int(m[2]))
+    if m := _HELD.fullmatch(model or ""):
+        return replace(_bench(model, int(m[1]), int(m[2])), hold_after=int(m[3]))
     if m := _SLOW.fullmatch(model or ""):
         return _slow(int(m[1]))
     return SCENARIOS["fake-text"]
