@@ -7,7 +7,7 @@ import orjson
 import pytest
 
 from responses_app.errors import error_body
-from responses_app.worker import upstream
+from responses_app.worker import http_stream, upstream
 from responses_app.worker.upstream import (
     NO_RETRY,
     UpstreamRejected,
@@ -274,15 +274,15 @@ def test_an_https_upstream_is_verified_and_streamed(tmp_path, monkeypatch):
 
     # the default trust store does not know this certificate: the connection is refused
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
-    upstream._tls_context.cache_clear()
+    http_stream._tls_context.cache_clear()
     with pytest.raises(UpstreamRejected, match="CERTIFICATE_VERIFY_FAILED") as raised:
         run(scenario())
     assert raised.value.body["error"]["code"] == "upstream_unreachable"
     # trusted (as an operator would, with SSL_CERT_FILE), it streams
     monkeypatch.setenv("SSL_CERT_FILE", str(cert_path))
-    upstream._tls_context.cache_clear()
+    http_stream._tls_context.cache_clear()
     try:
         assert run(scenario()) == CHUNKS
     finally:
         monkeypatch.delenv("SSL_CERT_FILE")
-        upstream._tls_context.cache_clear()
+        http_stream._tls_context.cache_clear()

@@ -1,6 +1,8 @@
 """The upstream Chat Completions client: one streaming POST, decoded into chunk dicts.
 
-The HTTP is aiohttp's: one session per run loop, its connections kept alive across runs.
+The HTTP is http_stream's lean client (the gateway's hottest loop; see its docstring for
+why it is not aiohttp), one per run loop, its connections kept alive across runs.
+
 The target is an upstream route (upstreams.routing.Route): its URL, key, timeouts, extra
 headers and concurrency limit. Failures before the first byte are retried as the
 RetryPolicy allows (connection failures, 429/502/503/504), then raise UpstreamRejected
@@ -11,11 +13,8 @@ the default trust store (`SSL_CERT_FILE` names another).
 """
 import asyncio
 import logging
-import ssl
 from contextlib import asynccontextmanager
-from functools import lru_cache
 
-import aiohttp
 import orjson
 
 from upstreams.limits import UpstreamBusy, upstream_slot
@@ -23,14 +22,12 @@ from upstreams.retry_policy import RetryPolicy, delay_before_retry
 from upstreams.routing import Route
 
 from ..errors import error_body
+from .http_stream import ConnectFailed, HttpClient, StreamedResponse
 
 log = logging.getLogger(__name__)
 
-_clients: dict = {}  # event loop -> _LoopClient
+_clients: dict = {}  # event loop -> HttpClient
 NO_RETRY = RetryPolicy()
-# Failures before any response byte: the request can safely be sent again.
-_NOT_ANSWERED = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError,
-                 aiohttp.ServerDisconnectedError)
 
 
 class UpstreamRejected(Exception):
@@ -50,27 +47,12 @@ class UpstreamStreamFailed(Exception):
         self.message = message
 
 
-class _LoopClient:
-    """The run loop's session (connections pooled across runs) and its load: how many
-    upstream responses are streaming on it now."""
-
-    def __init__(self):
-        self.session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0, ssl=_tls_context()),
-            auto_decompress=False)
-        self.streaming = 0
-
-
-@lru_cache(maxsize=1)
-def _tls_context() -> ssl.SSLContext:
-    return ssl.create_default_context()
-
-
-def _loop_client() -> _LoopClient:
+def http_client() -> HttpClient:
+    """The run loop's shared client (connections pooled across runs)."""
     loop = asyncio.get_running_loop()
     client = _clients.get(loop)
     if client is None:
-        client = _clients[loop] = _LoopClient()
+        client = _clients[loop] = HttpClient()
     return client
 
 
@@ -78,7 +60,7 @@ async def close_loop_client() -> None:
     """Close this loop's upstream connections (for a loop that is about to end)."""
     client = _clients.pop(asyncio.get_running_loop(), None)
     if client is not None:
-        await client.session.close()
+        client.close()
 
 
 @asynccontextmanager
@@ -93,34 +75,29 @@ async def open_chat_stream(target: Route, body: dict, read_interval: float = 0.0
     try:
         # waiting for a slot counts as connecting: the client is waiting for its first event
         async with upstream_slot(target, wait=target.connect_timeout):
-            client = _loop_client()
-            response = await _post_until_answered(client, target, orjson.dumps(body), headers,
-                                                  retry)
-            client.streaming += 1
+            response = await _post_until_answered(target, orjson.dumps(body), headers, retry)
             try:
-                yield _chunk_batches(response, read_interval, client)
+                yield _chunk_batches(response, read_interval)
             finally:
-                client.streaming -= 1
-                response.release()  # back to the pool if it was read whole, else closed
+                response.release()
     except UpstreamBusy as busy:
         raise UpstreamRejected(503, error_body(str(busy), "server_error", None, "upstream_busy"),
                                {"Retry-After": "1"}) from None
 
 
-async def _post_until_answered(client: _LoopClient, target: Route, data: bytes, headers: dict,
-                               retry: RetryPolicy) -> aiohttp.ClientResponse:
+async def _post_until_answered(target: Route, data: bytes, headers: dict,
+                               retry: RetryPolicy) -> StreamedResponse:
     """The upstream's successful response, after retries allowed before its first byte."""
-    timeout = aiohttp.ClientTimeout(total=None, connect=target.connect_timeout,
-                                    sock_read=target.idle_timeout)
     retries_made = 0
     while True:
         status = retry_after = None
         try:
-            response = await client.session.post(f"{target.base_url}/chat/completions",
-                                                 data=data, headers=headers, timeout=timeout)
-        except _NOT_ANSWERED as exc:  # no response byte: safe to send again
+            response = await http_client().post(
+                f"{target.base_url}/chat/completions", data, headers,
+                connect_timeout=target.connect_timeout, idle_timeout=target.idle_timeout)
+        except ConnectFailed as exc:  # no response byte: safe to send again
             failure = _connection_failure(exc)
-        except (asyncio.TimeoutError, aiohttp.ClientError) as exc:
+        except (asyncio.TimeoutError, ConnectionError) as exc:
             raise _connection_failure(exc) from exc  # it may be generating: not sent twice
         else:
             if response.status < 400:
@@ -147,10 +124,10 @@ def _connection_failure(exc: Exception) -> "UpstreamRejected":
         "server_error", None, "upstream_unreachable"))
 
 
-async def _read_error_body(response: aiohttp.ClientResponse) -> bytes:
+async def _read_error_body(response: StreamedResponse) -> bytes:
     try:
         return await response.read()
-    except (aiohttp.ClientError, asyncio.TimeoutError):
+    except (ConnectionError, asyncio.TimeoutError):
         return b""
 
 
@@ -189,22 +166,17 @@ def _upstream_message(status: int, content: bytes) -> str:
     return text or f"HTTP {status}"
 
 
-async def _chunk_batches(response: aiohttp.ClientResponse, read_interval: float,
-                         client: _LoopClient):
+async def _chunk_batches(response: StreamedResponse, read_interval: float):
     """The decoded chunks of each read of the upstream, a list per read.
 
-    Under load (other responses streaming on this loop), reads at most once per
-    `read_interval` once the first output arrived: chunks that arrive meanwhile are taken
-    in one go, sparing an event-loop wake-up, a bus entry and a client write per chunk.
-    Nothing is held back before the first output (time to first delta), nor when the run
-    is alone; the end waits at most one interval.
+    Reads at most once per `read_interval` once the first output arrived: chunks that
+    arrive meanwhile are taken in one go, sparing an event-loop wake-up, a bus entry and a
+    client write per chunk. Nothing is held back before the first output (time to first
+    delta); the end waits at most one interval.
     """
-    loop = asyncio.get_running_loop()
     buffer = b""
-    paced = False
     try:
-        while data := await response.content.readany():
-            read_at = loop.time()
+        async for data in response.batches(read_interval):
             buffer += data
             if b"\n" not in data:
                 continue
@@ -218,18 +190,14 @@ async def _chunk_batches(response: aiohttp.ClientResponse, read_interval: float,
                     yield batch
                     return
                 batch.append(_decode(payload))
-            if not batch:
-                continue
-            yield batch
-            paced = paced or any(_has_output(chunk) for chunk in batch)
-            if paced and client.streaming > 1:
-                wait = read_interval - (loop.time() - read_at)
-                if wait > 0:
-                    await asyncio.sleep(wait)
+            if batch:
+                yield batch
+                if not response.paced and any(_has_output(chunk) for chunk in batch):
+                    response.pace()
     except asyncio.TimeoutError:
         raise UpstreamStreamFailed(
             "request_timeout", "The upstream sent nothing for longer than the timeout.") from None
-    except (aiohttp.ClientError, ConnectionError) as exc:
+    except ConnectionError as exc:
         raise UpstreamStreamFailed(
             "server_error", f"The upstream connection failed mid-stream: {exc!s}") from None
     raise UpstreamStreamFailed("server_error",
