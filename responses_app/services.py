@@ -3,7 +3,6 @@ its run), cancel one, delete one (with its event stream)."""
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from django.conf import settings
@@ -29,21 +28,6 @@ log = logging.getLogger(__name__)
 LOOKUP_ITEM_TYPES = {"item_reference", "mcp_approval_response"}
 
 
-@dataclass
-class NewResponse:
-    """A response about to be created: its run's job, which is also its row. The run's
-    message carries the job (`job.carried`) when a client waits for its first event and
-    the run reads nothing stored. (A background run waits for its claim: cancelled while
-    queued, it must never reach the upstream.)"""
-
-    job: Job
-
-    @property
-    def row(self) -> Job:
-        """The response as written (its `id`, its `resource`)."""
-        return self.job
-
-
 def needs_lookups(create: CreateRequest) -> bool:
     """Whether creating this response reads (or writes) stored state besides its own row:
     a chain, a conversation, referenced items, MCP servers and approvals. Such a request
@@ -54,9 +38,12 @@ def needs_lookups(create: CreateRequest) -> bool:
 
 
 def response_prepare(tenant: Tenant, create: CreateRequest,
-                     context: dict | None = None) -> NewResponse:
-    """Check the request against what is stored and build the queued response's row (pure
-    unless `needs_lookups`). `context` travels with the run (request id, what its
+                     context: dict | None = None) -> Job:
+    """Check the request against what is stored and build the queued response's job, which
+    is also its row (pure unless `needs_lookups`). Its run's message carries it
+    (`job.carried`) when a client waits for its first event and the run reads nothing
+    stored; a background run waits for its claim (cancelled while queued, it must never
+    reach the upstream). `context` travels with the run (request id, what its
     admission must settle)."""
     previous = create.previous_response_id
     if previous and not _is_stored(tenant, previous):
@@ -74,7 +61,7 @@ def response_prepare(tenant: Tenant, create: CreateRequest,
         previous_response_id=previous, store=create.store, background=create.background,
         status=ResponseStatus.QUEUED.value, conversation_id=create.conversation_id,
     )
-    return NewResponse(Job(
+    return Job(
         id=response_id, tenant_id=tenant.id, model=create.model, store=create.store,
         background=create.background, previous_response_id=previous,
         conversation_id=create.conversation_id,
@@ -82,14 +69,13 @@ def response_prepare(tenant: Tenant, create: CreateRequest,
         request={"instructions": create.instructions, "params": create.params,
                  "include": create.include, "context": context or {}},
         input_items=input_items, resource=resource,
-        carried=not (create.background or needs_lookups(create))))
+        carried=not (create.background or needs_lookups(create)))
 
 
-async def response_start(new: NewResponse) -> None:
+async def response_start(job: Job) -> None:
     """Write the response's row and send its run at the same time: the worker's claim waits
     for the row, and a run sent with its job calls the upstream meanwhile. The row is one
     INSERT in autocommit (atomic by itself); if the run cannot be sent, it is removed."""
-    job = new.job
     inserting = asyncio.ensure_future(lifecycle.insert_response(job))
     try:
         await dispatcher().send(job)

@@ -56,6 +56,18 @@ async def streamed(route: Route, retry: RetryPolicy = NO_RETRY, busy_reader=Fals
     return received
 
 
+def rejection(script, retry: RetryPolicy = NO_RETRY, **route) -> tuple[UpstreamRejected, int]:
+    """The UpstreamRejected a call to a server scripted by `script` raises, and how many
+    requests the server received."""
+    async def scenario():
+        async with ScriptedServer(script) as server:
+            with pytest.raises(UpstreamRejected) as raised:
+                await streamed(server.route(**route), retry)
+            return raised.value, len(server.requests)
+
+    return run(scenario())
+
+
 async def chunks_before(route: Route, failure, **match) -> tuple[list[dict], Exception]:
     """The chunks the call yielded before it failed with `failure`, and the failure."""
     received = []
@@ -122,13 +134,7 @@ def test_an_error_status_is_rejected_with_its_message_and_retry_after():
         writer.write(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\n"
                      b"content-length: %d\r\n\r\n%s" % (len(error), error))
 
-    async def scenario():
-        async with ScriptedServer(script) as server:
-            with pytest.raises(UpstreamRejected) as raised:
-                await streamed(server.route())
-            return raised.value, len(server.requests)
-
-    rejected, requests = run(scenario())
+    rejected, requests = rejection(script)
     assert (rejected.status, rejected.body, rejected.headers) == (
         429, error_body("slow down", "rate_limit_exceeded", None, "rate_limit_exceeded"),
         {"Retry-After": "3"})
@@ -178,13 +184,7 @@ def test_a_server_closing_before_it_answers_is_unreachable_and_not_retried_witho
     async def script(reader, writer, number):
         return "close"
 
-    async def scenario():
-        async with ScriptedServer(script) as server:
-            with pytest.raises(UpstreamRejected) as raised:
-                await streamed(server.route())
-            return raised.value, len(server.requests)
-
-    rejected, requests = run(scenario())
+    rejected, requests = rejection(script)
     assert (rejected.status, rejected.body["error"]["code"], requests) == (
         502, "upstream_unreachable", 1)
 
@@ -193,14 +193,8 @@ def test_a_server_silent_before_its_answer_times_out_and_is_not_sent_twice():
     async def script(reader, writer, number):
         await asyncio.sleep(5)  # it may be generating: resending could run it twice
 
-    async def scenario():
-        async with ScriptedServer(script) as server:
-            with pytest.raises(UpstreamRejected) as raised:
-                await streamed(server.route(idle_timeout=0.2),
-                               RetryPolicy(max_retries=2, base_delay=0.01))
-            return raised.value, len(server.requests)
-
-    rejected, requests = run(scenario())
+    rejected, requests = rejection(script, RetryPolicy(max_retries=2, base_delay=0.01),
+                                   idle_timeout=0.2)
     assert (rejected.status, rejected.body["error"]["code"], requests) == (
         504, "upstream_timeout", 1)
 

@@ -40,7 +40,7 @@ JUST_ENDED_SECONDS = 10
 async def create(authorization: str | None, body: bytes, exchange):
     """Admit, validate and create the response: its row, its run sent, and (unless it is a
     plain background response) its events subscribed to before the run can publish any.
-    Returns (row, create request, subscription or None)."""
+    Returns (the job, which is its row; the create request; the subscription or None)."""
     if _admits_without_io(authorization):
         principal, admission = _admit(authorization, body, exchange)
     else:
@@ -50,19 +50,19 @@ async def create(authorization: str | None, body: bytes, exchange):
         request = parse_body(body)
         context = {"request_id": exchange.request_id, **admission.run_context()}
         if services.needs_lookups(request):
-            new = await run_db(_prepare, principal.tenant, request, context)
+            job = await run_db(_prepare, principal.tenant, request, context)
         else:
-            new = services.response_prepare(principal.tenant, request, context)
+            job = services.response_prepare(principal.tenant, request, context)
         if request.stream or not request.background:
-            subscription = await event_bus().subscribe(new.row.id)
-        await services.response_start(new)
+            subscription = await event_bus().subscribe(job.id)
+        await services.response_start(job)
     except BaseException:
         if subscription is not None:
             subscription.close()
         if admission.limited:  # no run will settle it
             await run_db(ratelimit.cancel, admission)
         raise
-    return new.row, request, subscription
+    return job, request, subscription
 
 
 def parse_body(body: bytes):
