@@ -87,6 +87,8 @@ def test_an_exact_route_sends_the_model_to_its_upstream_with_its_key_and_headers
 
 def test_a_prefix_route_takes_its_models_and_the_rest_go_to_the_default(
         client, upstream, second_upstream):
+    upstream.clear()  # the session's default upstream has served earlier modules' requests
+    second_upstream.clear()
     tools = client.post("/responses", json={"model": "fake-tools", "input": "weather?"})
     assert tools.status_code == 200
     validate_response(tools.json())
