@@ -31,7 +31,7 @@ from tests.servers import (BIN, POSTGRES_ADMIN_URL, PYTHON, REDIS_BASE_URL, ROOT
                            free_port, fresh_postgres_database)
 
 DB_NAME = os.environ.get("BENCH_DB_NAME", "gateway_bench")
-REDIS_DB = 12
+REDIS_DB = int(os.environ.get("BENCH_REDIS_DB", "12"))
 N_CHUNKS = 200
 WORKER_CONCURRENCY = 300  # per worker process
 WORKERS = 2  # Celery worker processes: one per core (a process's threads share one GIL)
@@ -198,12 +198,16 @@ def memory_mb(pid) -> dict:
 class Meter:
     """CPU of each process of interest, sampled before and after a cell."""
 
-    def __init__(self, pids: dict[str, int | None]):
+    def __init__(self, pids: dict[str, int | None], database: str | None = None):
         self.pids = pids
+        self.database = database  # the gateway's database: its backends' CPU is "pg_db"
 
     def sample(self) -> dict:
+        backends = database_backends(self.database) if self.database else None
         stats = _all_stats()
         sample = {name: tree_cpu(stats, pid) for name, pid in self.pids.items()}
+        if backends is not None:
+            sample["pg_db"] = sum(stats[pid][1] for pid in backends if pid in stats)
         sample["loadgen"] = time.process_time()
         sample["_machine"] = machine_jiffies()
         sample["_wall"] = time.monotonic()
@@ -228,6 +232,19 @@ def redis_pid(url: str) -> int | None:
         return int(redis.Redis.from_url(url).info("server")["process_id"])
     except Exception:
         return None
+
+
+def database_backends(database: str) -> list[int] | None:
+    """The pids of the Postgres backends connected to `database` now (None if unknown).
+    Their CPU is the gateway's own share of the server, apart from other databases' work
+    (a backend that exits between two samples is missed; the gateway's pools keep theirs)."""
+    try:
+        with psycopg.connect(POSTGRES_ADMIN_URL, connect_timeout=5, autocommit=True) as conn:
+            rows = conn.execute("select pid from pg_stat_activity where datname = %s",
+                                [database]).fetchall()
+    except Exception:
+        return None
+    return [pid for pid, in rows]
 
 
 def postgres_pid(url: str) -> int | None:
@@ -379,6 +396,12 @@ async def run_matrix(upstream_url: str, gateway_url: str, api_key: str, meter: M
 # --------------------------------------------------------------------------- report
 
 
+def all_in_cpu(cpu: dict) -> float | None:
+    """The gateway's all-in CPU per response: web + worker + Redis + its Postgres backends."""
+    parts = [cpu.get(f"{n}_ms_per_resp") for n in ("web", "worker", "redis", "pg_db")]
+    return None if None in parts else sum(parts)
+
+
 def _f(value, digits=1) -> str:
     if value is None:
         return "–"
@@ -442,8 +465,8 @@ def render(report: dict) -> str:
         f"worker {_f(mem.get('worker', {}).get('VmHWM'), 0)} MB."]
     lines += [
         "", "## CPU per response by process (ms)", "",
-        "| pacing ms | conc | target | web | worker | upstream | loadgen | redis | postgres* | machine busy % |",
-        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| pacing ms | conc | target | web | worker | upstream | loadgen | redis | postgres* | pg db | all-in | machine busy % |",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     rows = [(c["pacing_ms"], c["concurrency"], m, c[m]) for c in report.get("cells", [])
             for m in ("direct", "gateway") if m in c]
@@ -451,11 +474,15 @@ def render(report: dict) -> str:
         rows.append((check["pacing_ms"], check["requested"], "gateway", check))
     for pacing, concurrency, mode, s in rows:
         cpu = s.get("cpu", {})
-        names = ["web", "worker", "upstream", "loadgen", "redis", "postgres"]
+        names = ["web", "worker", "upstream", "loadgen", "redis", "postgres", "pg_db"]
         lines.append(f"| {pacing} | {concurrency} | {mode} | "
                      + " | ".join(_f(cpu.get(f"{n}_ms_per_resp")) for n in names)
+                     + f" | {_f(all_in_cpu(cpu) if mode == 'gateway' else None)}"
                      + f" | {_f(cpu.get('machine_busy_pct'), 0)} |")
-    lines += ["", "\\* postgres counts the whole server (every database), so other work on the machine shows up there.", ""]
+    lines += ["", "\\* postgres counts the whole server (every database), so other work on the machine "
+              "shows up there; pg db is the CPU of the backends connected to the gateway's "
+              "database alone. all-in: web + worker + redis + pg db (redis counts the whole "
+              "server too).", ""]
     return "\n".join(lines)
 
 
@@ -550,7 +577,7 @@ def main(argv: list[str] | None = None) -> int:
         deployment.start()
         meter = Meter({"web": deployment.web.pid, "worker": [w.pid for w in deployment.workers],
                        "upstream": upstream.process.pid, "redis": redis_pid(redis_url),
-                       "postgres": postgres_pid(POSTGRES_ADMIN_URL)})
+                       "postgres": postgres_pid(POSTGRES_ADMIN_URL)}, database=DB_NAME)
         processes = {"web": deployment.web, "upstream": upstream.process,
                      **{f"worker{n + 1}": w for n, w in enumerate(deployment.workers)}}
         asyncio.run(run_matrix(upstream.base_url, deployment.base_url, api_key, meter,
