@@ -1,6 +1,5 @@
 """Writes on the request side: create a response (prepare it, then write its row and send
 its run), cancel one, delete one (with its event stream)."""
-import asyncio
 import logging
 import time
 from datetime import datetime, timezone
@@ -73,21 +72,19 @@ def response_prepare(tenant: Tenant, create: CreateRequest,
 
 
 async def response_start(job: Job) -> None:
-    """Write the response's row and send its run at the same time: the worker's claim waits
-    for the row, and a run sent with its job calls the upstream meanwhile. The row is one
-    INSERT in autocommit (atomic by itself); if the run cannot be sent, it is removed."""
-    inserting = asyncio.ensure_future(lifecycle.insert_response(job))
+    """Write the response's row, then send its run, so that the worker's claim finds the
+    row (a claim that comes first must look again later). The row is one INSERT in
+    autocommit (atomic by itself); if the run cannot be sent, it is removed."""
+    await lifecycle.insert_response(job)
     try:
         await dispatcher().send(job)
     except Exception:
         try:
-            await inserting
             await run_db(lifecycle.forget_unsent, job.id)
-        except Exception as exc:  # the database is away too: the row, if any, stays queued
+        except Exception as exc:  # the database is away too: the row stays queued
             log.warning("response %s: its run was not sent and its row remains: %s",
                         job.id, exc)
         raise
-    await inserting
 
 
 def response_cancel(tenant: Tenant, response_id: str) -> dict:

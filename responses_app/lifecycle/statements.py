@@ -37,8 +37,8 @@ CLAIM_OR_STATUS_SQL = """
 WITH claimed AS ({claim})
 SELECT ({status}), claimed.* FROM (SELECT 1) AS one LEFT JOIN claimed ON true
 """
-# A claim can come before the row it claims: the web writes the row and sends the run at
-# the same time. It looks again, for up to this long, while there is no row at all.
+# A claim may find no row yet (a run sent before its row was committed): it looks again,
+# for up to this long, while there is no row at all.
 CLAIM_WAIT_SECONDS = 5.0
 CLAIM_RETRY_DELAYS = (0.002, 0.005, 0.01, 0.02, 0.05)
 

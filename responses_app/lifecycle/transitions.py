@@ -46,7 +46,7 @@ async def claim_job(response_id: str, worker: str) -> Job | None:
 
 async def _claim(columns: tuple[str, ...], response_id: str, worker: str):
     """The claimed row's `columns`, or None; looks again while the row is not written yet
-    (the web writes it and sends the run at the same time)."""
+    (a run sent before its row was committed)."""
     sql = statements.claim_sql(columns)
     params = statements.claim_params(response_id, worker) + [response_id]
     started = time.monotonic()
