@@ -170,3 +170,21 @@ def _with_connection_closed(function, *args):
         return function(*args)
     finally:
         connection.close()
+
+
+def test_only_the_result_waits_for_the_disk():
+    """The row's creation and its claim commit without waiting for the WAL flush
+    (durable=False); the result's statement keeps the server's setting (on by default: it
+    waits)."""
+    from django.db import connection
+
+    from responses_app.lifecycle.database import fetchone
+
+    async def seen():
+        return ((await fetchone("SHOW synchronous_commit", [], durable=False))[0],
+                (await fetchone("SHOW synchronous_commit", []))[0])
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        server_setting, = cursor.fetchone()
+    assert _on_a_loop(seen()) == ("off", server_setting)

@@ -1,7 +1,15 @@
 """How the lifecycle's hot statements reach the database from an event loop: through
 psycopg's async connections, a small pool per event loop, so none waits for a database
 thread (a hop to a thread and back wakes a thread, and waits for a free one on a busy
-process)."""
+process).
+
+A statement is durable (its commit returns once the WAL is on disk) unless its caller
+says it need not be: then it goes through the loop's second pool, whose sessions set
+Postgres' `synchronous_commit = off`. Such a commit is visible to every session at once,
+as any commit; only a crash of the database server in the moment after it (before the
+WAL writer flushes it, a fraction of a second) can undo it, together with every later
+commit not yet flushed. A durable commit flushes the WAL before it, theirs included.
+"""
 import asyncio
 
 from django.conf import settings
@@ -12,27 +20,29 @@ POOL_TIMEOUT_SECONDS = 10.0  # as Django's pool (gateway/settings.py)
 DJANGO_ONLY_OPTIONS = {"pool", "server_side_binding", "isolation_level", "assume_role",
                        "cursor_factory", "context", "prepare_threshold"}
 
-_pools: dict = {}  # event loop -> psycopg_pool.AsyncConnectionPool
+_pools: dict = {}  # (event loop, durable) -> psycopg_pool.AsyncConnectionPool
 
 
-async def fetchone(sql: str, params) -> tuple | None:
-    """Run one statement (autocommit) on the loop's pool; its first row."""
-    async with (await _pool()).connection() as conn:
+async def fetchone(sql: str, params, durable: bool = True) -> tuple | None:
+    """Run one statement (autocommit) on the loop's pool; its first row. `durable=False`:
+    its commit does not wait for the disk (see above)."""
+    async with (await _pool(durable)).connection() as conn:
         cursor = await conn.execute(sql, params)
         return await cursor.fetchone() if cursor.description else None
 
 
-async def _pool():
-    """The running loop's pool (opened on first use)."""
-    loop = asyncio.get_running_loop()
-    pool = _pools.get(loop)
+async def _pool(durable: bool):
+    """The running loop's pool of durable or other sessions (opened on first use)."""
+    key = (asyncio.get_running_loop(), durable)
+    pool = _pools.get(key)
     if pool is None:
         from psycopg_pool import AsyncConnectionPool
 
-        pool = _pools[loop] = AsyncConnectionPool(
-            _conninfo(), min_size=1, max_size=settings.DATABASE_LOOP_POOL_SIZE,
+        conninfo = _conninfo() if durable else _conninfo("-c synchronous_commit=off")
+        pool = _pools[key] = AsyncConnectionPool(
+            conninfo, min_size=1, max_size=settings.DATABASE_LOOP_POOL_SIZE,
             timeout=POOL_TIMEOUT_SECONDS,
-            open=False, name="loop-rows", kwargs={
+            open=False, name="loop-rows" if durable else "loop-rows-async-commit", kwargs={
                 "autocommit": True,
                 # as Django's connections: no server-side prepared statements unless asked
                 "prepare_threshold": connection.settings_dict["OPTIONS"].get(
@@ -43,19 +53,24 @@ async def _pool():
 
 
 async def close_pool() -> None:
-    """Close the running loop's pool, if it has one (a process or a test ending)."""
-    pool = _pools.pop(asyncio.get_running_loop(), None)
-    if pool is not None:
-        await pool.close()
+    """Close the running loop's pools, if it has any (a process or a test ending)."""
+    loop = asyncio.get_running_loop()
+    for durable in (True, False):
+        pool = _pools.pop((loop, durable), None)
+        if pool is not None:
+            await pool.close()
 
 
-def _conninfo() -> str:
-    """The default database's connection string, as Django connects to it."""
+def _conninfo(session_options: str = "") -> str:
+    """The default database's connection string, as Django connects to it (with
+    `session_options`, server settings as libpq's `options` gives them, added)."""
     from psycopg.conninfo import make_conninfo
 
     database = connection.settings_dict
     options = {name: value for name, value in database["OPTIONS"].items()
                if name not in DJANGO_ONLY_OPTIONS}
+    if session_options:
+        options["options"] = f"{options.get('options', '')} {session_options}".strip()
     return make_conninfo(dbname=database["NAME"], user=database.get("USER") or None,
                          password=database.get("PASSWORD") or None,
                          host=database.get("HOST") or None,

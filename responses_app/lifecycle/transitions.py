@@ -7,6 +7,11 @@ A claim is one conditional UPDATE (queued -> in_progress), so a redelivered or d
 message never generates twice; the result is conditional on the run still owning the row
 (the watchdog may have failed it), and is committed before the run publishes its terminal
 event: a follow-up request made the instant it arrives finds it.
+
+The row's creation and its claim do not wait for the disk (database.py, durable=False):
+were the database server to crash the moment after, the run they start could not store
+its result anyway (its result is durable, and makes them durable with it). The result
+waits: once the client has seen a response end, its stored result and usage stay.
 """
 import asyncio
 import itertools
@@ -28,7 +33,7 @@ TURN_STATUSES = {ResponseStatus.COMPLETED.value, ResponseStatus.INCOMPLETE.value
 
 async def insert_response(job: Job) -> None:
     """INSERT the new response's row, queued (autocommit: committed on return)."""
-    await fetchone(statements.INSERT_SQL, statements.insert_params(job))
+    await fetchone(statements.INSERT_SQL, statements.insert_params(job), durable=False)
 
 
 async def claim(response_id: str, worker: str) -> bool:
@@ -51,7 +56,7 @@ async def _claim(columns: tuple[str, ...], response_id: str, worker: str):
     params = statements.claim_params(response_id, worker) + [response_id]
     started = time.monotonic()
     for attempt in itertools.count():
-        status, *claimed = await fetchone(sql, params)
+        status, *claimed = await fetchone(sql, params, durable=False)
         if claimed[0] is not None:
             return claimed
         delay = statements.claim_retry_delay(attempt, started, status)
