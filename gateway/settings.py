@@ -199,8 +199,9 @@ GC_GEN0_THRESHOLD = env.int("GC_GEN0_THRESHOLD", default=50_000)
 WEB_DB_THREADS = env.int("WEB_DB_THREADS", default=8)
 # Threads a worker process's runs hand the rest of their database work to (see README).
 WORKER_DB_THREADS = env.int("WORKER_DB_THREADS", default=8)
-# Postgres connections of each event loop (a web process's, a worker's run loop) for the
-# statements sent from the loop: a response's INSERT, a run's claim and its result.
+# Postgres connections of each of an event loop's two pools (a web process's loop, a
+# worker's run loop) for the statements sent from the loop: a response's INSERT and a run's
+# claim (committed without waiting for the disk), and a run's result.
 DATABASE_LOOP_POOL_SIZE = env.int("DATABASE_LOOP_POOL_SIZE", default=8)
 
 CELERY_BROKER_URL = REDIS_URL or "memory://"
