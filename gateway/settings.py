@@ -203,6 +203,9 @@ WORKER_DB_THREADS = env.int("WORKER_DB_THREADS", default=8)
 # worker's run loop) for the statements sent from the loop: a response's INSERT and a run's
 # claim (committed without waiting for the disk), and a run's result.
 DATABASE_LOOP_POOL_SIZE = env.int("DATABASE_LOOP_POOL_SIZE", default=8)
+# Those statements are prepared on the server (off: behind a pooler in transaction mode that
+# does not keep prepared statements, such as PgBouncer before 1.21).
+DATABASE_LOOP_PREPARED_STATEMENTS = env.bool("DATABASE_LOOP_PREPARED_STATEMENTS", default=True)
 
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -188,3 +188,17 @@ def test_only_the_result_waits_for_the_disk():
         cursor.execute("SHOW synchronous_commit")
         server_setting, = cursor.fetchone()
     assert _on_a_loop(seen()) == ("off", server_setting)
+
+
+def test_the_loops_statements_are_prepared_unless_turned_off(settings):
+    """The loop pools prepare what they send on the server, unless
+    DATABASE_LOOP_PREPARED_STATEMENTS is off (a pooler that does not keep them)."""
+    from responses_app.lifecycle.database import fetchone
+
+    def prepared_in_session(durable: bool) -> int:
+        return _on_a_loop(fetchone("SELECT count(*) FROM pg_prepared_statements", [],
+                                   durable=durable))[0]
+
+    assert prepared_in_session(True) == 1 and prepared_in_session(False) == 1
+    settings.DATABASE_LOOP_PREPARED_STATEMENTS = False
+    assert prepared_in_session(True) == 0 and prepared_in_session(False) == 0

@@ -43,13 +43,20 @@ async def _pool(durable: bool):
             conninfo, min_size=1, max_size=settings.DATABASE_LOOP_POOL_SIZE,
             timeout=POOL_TIMEOUT_SECONDS,
             open=False, name="loop-rows" if durable else "loop-rows-async-commit", kwargs={
-                "autocommit": True,
-                # as Django's connections: no server-side prepared statements unless asked
-                "prepare_threshold": connection.settings_dict["OPTIONS"].get(
-                    "prepare_threshold")})
+                "autocommit": True, "prepare_threshold": _prepare_threshold()})
     if pool.closed:
         await pool.open()  # safe to call again while another caller opens it
     return pool
+
+
+def _prepare_threshold() -> int | None:
+    """The hot statements are a handful, sent on every request: each is prepared on the
+    server the first time a connection sends it (no parsing and planning after that),
+    unless DATABASE_LOOP_PREPARED_STATEMENTS is off (a pooler in transaction mode that does
+    not keep prepared statements); then Django's own choice (by default none)."""
+    if settings.DATABASE_LOOP_PREPARED_STATEMENTS:
+        return 0
+    return connection.settings_dict["OPTIONS"].get("prepare_threshold")
 
 
 async def close_pool() -> None:
