@@ -1,0 +1,8 @@
+# Python 3.11 from Debian bookworm's packages: what python:3.11-slim provides, for the
+# gateway image's PYTHON_IMAGE build argument.
+ARG DEBIAN_IMAGE
+FROM ${DEBIAN_IMAGE}
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      python3 python3-venv ca-certificates \
+    && rm -rf /var/lib/apt/lists/* \
+    && ln -s /usr/bin/python3 /usr/local/bin/python
