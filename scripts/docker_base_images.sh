@@ -4,6 +4,8 @@
 # three images the deployment needs — Python for the gateway, PostgreSQL and Redis from
 # Debian's packages. Prints the build arguments and compose variables that select them.
 # Needs root (debootstrap) and a running Docker daemon; an image already built is kept.
+# The host's local CA certificates (/usr/local/share/ca-certificates, e.g. a TLS-inspecting
+# proxy's) go into the Python image, so that pip inside the gateway's build trusts them too.
 set -euo pipefail
 cd "$(dirname "$0")/docker-base"
 
@@ -14,17 +16,21 @@ have() { docker image inspect "$1" >/dev/null 2>&1; }
 
 if ! have "$PREFIX/debian:bookworm"; then
   rootfs=$(mktemp -d)
-  trap 'rm -rf "$rootfs"' EXIT
   echo "debootstrap bookworm (a few minutes)"
   debootstrap --variant=minbase bookworm "$rootfs" "$MIRROR" >/dev/null
   rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
   tar -C "$rootfs" -c . | docker import - "$PREFIX/debian:bookworm" >/dev/null
+  rm -rf "$rootfs"
 fi
+context=$(mktemp -d)
+trap 'rm -rf "$context"' EXIT
+cp ./* "$context/" && mkdir "$context/ca"
+cp /usr/local/share/ca-certificates/*.crt "$context/ca/" 2>/dev/null || true
 for image in python postgres redis; do
   if ! have "$PREFIX/$image:bookworm"; then
     echo "building $PREFIX/$image:bookworm"
     docker build -q --build-arg "DEBIAN_IMAGE=$PREFIX/debian:bookworm" \
-      -f "$image.Dockerfile" -t "$PREFIX/$image:bookworm" . >/dev/null
+      -f "$context/$image.Dockerfile" -t "$PREFIX/$image:bookworm" "$context" >/dev/null
   fi
 done
 echo "PYTHON_IMAGE=$PREFIX/python:bookworm"
