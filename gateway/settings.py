@@ -10,6 +10,7 @@ from pathlib import Path
 import environ
 
 from gateway import embedded_postgres
+from observability import tracing
 from observability.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -239,6 +240,7 @@ RUN_SLOT_LEASE_MARGIN_SECONDS = env.int("RUN_SLOT_LEASE_MARGIN_SECONDS", default
 
 LOGGING = logging_config(level=env.str("LOG_LEVEL", default="INFO"),
                          library_level=env.str("LIBRARY_LOG_LEVEL", default="WARNING"),
-                         json=env.str("LOG_FORMAT", default="json") == "json")
+                         json=env.str("LOG_FORMAT", default="json") == "json",
+                         trace_ids=tracing.ENABLED)
 
 CSRF_FAILURE_VIEW = "responses_app.api.views.csrf_failure"

@@ -4,11 +4,13 @@ timed out or cancelled (cancelling the awaiting task unwinds the connection).
 
 Failures come back as the Responses API's structured `mcp_call.error`
 (`mcp_protocol_error`, `mcp_tool_execution_error`, `http_error`) in an McpFailure.
-Request headers go on the wire and nowhere else: they are never logged.
+Request headers go on the wire and nowhere else: they are never logged. With tracing on,
+each operation is a client span (GenAI `execute_tool` for a call), a child of the run's.
 """
 import asyncio
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 import httpx2
 import orjson
@@ -17,6 +19,8 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
+
+from observability import tracing
 
 from .egress import EgressRefused, PinnedTransport, resolve_checked, system_resolver
 
@@ -59,6 +63,11 @@ class McpFailure(Exception):
 
 async def list_tools(target: ServerTarget, limits: Limits) -> list[dict]:
     """The server's tools as `mcp_list_tools` entries."""
+    with _traced(target, "tools/list"):
+        return await _list_tools(target, limits)
+
+
+async def _list_tools(target: ServerTarget, limits: Limits) -> list[dict]:
     tools = []
     async with _operation(target, limits, "tools/list") as client:
         cursor = None
@@ -75,8 +84,9 @@ async def list_tools(target: ServerTarget, limits: Limits) -> list[dict]:
 
 async def call_tool(target: ServerTarget, limits: Limits, name: str, arguments: dict) -> str:
     """The tool's output text; McpFailure with the structured error otherwise."""
-    async with _operation(target, limits, "tools/call") as client:
-        result = await client.call_tool(name, arguments)
+    with _traced(target, "tools/call", name):
+        async with _operation(target, limits, "tools/call") as client:
+            result = await client.call_tool(name, arguments)
     texts = [_content_text(part) for part in result.content]
     if result.is_error:
         raise McpFailure({"type": "mcp_tool_execution_error",
@@ -88,6 +98,19 @@ async def call_tool(target: ServerTarget, limits: Limits, name: str, arguments: 
         raise McpFailure(protocol_error(
             f"the tool result is larger than {limits.max_result_bytes} bytes"))
     return output
+
+
+def _traced(target: ServerTarget, method: str, tool: str | None = None):
+    """The span of one MCP operation (a nullcontext when tracing is off)."""
+    if not tracing.active():
+        return nullcontext()
+    url = urlsplit(target.url)
+    attributes = {"mcp.method.name": method, "gateway.mcp.server_label": target.label,
+                  "server.address": url.hostname or "",
+                  "server.port": url.port or (443 if url.scheme == "https" else 80)}
+    if tool is not None:
+        attributes.update({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool})
+    return tracing.client_span(f"{method} {tool}" if tool else method, attributes)
 
 
 def protocol_error(message: str, code: int = INTERNAL_ERROR) -> dict:

@@ -26,6 +26,7 @@ from ..translation.sse import EventStamper
 from ..translation.state_machine import ResponseTranslator, TranslatorOptions
 from .run_claim import Claim, RunNotClaimed
 from .upstream import UpstreamRejected, UpstreamStreamFailed, open_chat_stream
+from .upstream_span import chat_span
 
 log = logging.getLogger(__name__)
 
@@ -150,23 +151,30 @@ class Streaming:
     async def _turn(self, body: dict) -> None:
         """One upstream call, its chunks translated onto the bus (the response's start events
         go first, once the upstream accepted, unless they were sent already)."""
-        async with open_chat_stream(self.route, body, settings.STREAM_BATCH_MS / 1000,
-                                    _retry_policy()) as batches:
-            if not self.started:  # not urgent: it usually travels with the first delta
-                await self.emit(self.translator.start(), urgent=False)
-            first_delta_sent = False
-            async for chunks in batches:
-                events = []
-                for chunk in chunks:
-                    events += self.translator.feed(chunk)
-                if not events:
-                    continue
-                urgent = not first_delta_sent and any(e["type"] in DELTA_EVENTS for e in events)
-                if urgent:
-                    first_delta_sent = True
-                    if self.first_delta_at is None:
-                        self.first_delta_at = time.monotonic()
-                await self.emit(events, urgent=urgent)
+        with chat_span(self.route.base_url, body) as observer:
+            async with open_chat_stream(self.route, body, settings.STREAM_BATCH_MS / 1000,
+                                        _retry_policy()) as batches:
+                if observer is not None:
+                    batches = observer.batches(batches)
+                await self._translated(batches)
+
+    async def _translated(self, batches) -> None:
+        """The turn's chunk batches translated onto the bus."""
+        if not self.started:  # not urgent: it usually travels with the first delta
+            await self.emit(self.translator.start(), urgent=False)
+        first_delta_sent = False
+        async for chunks in batches:
+            events = []
+            for chunk in chunks:
+                events += self.translator.feed(chunk)
+            if not events:
+                continue
+            urgent = not first_delta_sent and any(e["type"] in DELTA_EVENTS for e in events)
+            if urgent:
+                first_delta_sent = True
+                if self.first_delta_at is None:
+                    self.first_delta_at = time.monotonic()
+            await self.emit(events, urgent=urgent)
 
 
 def _retry_policy() -> RetryPolicy:
