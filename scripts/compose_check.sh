@@ -83,4 +83,4 @@ post "{\"model\": \"fake-echo\", \"input\": \"and again\", \"previous_response_i
 step "metrics (web and worker, one volume)"
 curl -sS "http://127.0.0.1:$port/metrics" | grep -E '^gateway_(http_requests_total|run_duration_seconds_count)' | head -n 6
 echo
-echo "compose check passed"
+echo "compose check passed in ${SECONDS} s"

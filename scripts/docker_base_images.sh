@@ -16,7 +16,7 @@ have() { docker image inspect "$1" >/dev/null 2>&1; }
 
 if ! have "$PREFIX/debian:bookworm"; then
   rootfs=$(mktemp -d)
-  echo "debootstrap bookworm (a few minutes)"
+  echo "debootstrap bookworm (a few minutes)" >&2
   debootstrap --variant=minbase bookworm "$rootfs" "$MIRROR" >/dev/null
   rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
   tar -C "$rootfs" -c . | docker import - "$PREFIX/debian:bookworm" >/dev/null
@@ -28,7 +28,7 @@ cp ./* "$context/" && mkdir "$context/ca"
 cp /usr/local/share/ca-certificates/*.crt "$context/ca/" 2>/dev/null || true
 for image in python postgres redis; do
   if ! have "$PREFIX/$image:bookworm"; then
-    echo "building $PREFIX/$image:bookworm"
+    echo "building $PREFIX/$image:bookworm" >&2
     docker build -q --build-arg "DEBIAN_IMAGE=$PREFIX/debian:bookworm" \
       -f "$context/$image.Dockerfile" -t "$PREFIX/$image:bookworm" "$context" >/dev/null
   fi
