@@ -37,8 +37,11 @@ def request_attributes(base_url: str, body: dict) -> dict:
 @contextmanager
 def chat_span(base_url: str, body: dict):
     """A client span around one upstream call: yields a ChatObserver, or None when off."""
+    if not tracing.active():
+        yield None
+        return
     with tracing.client_span(f"chat {body['model']}", request_attributes(base_url, body)) as span:
-        yield None if span is None else ChatObserver(span)
+        yield ChatObserver(span)
 
 
 class ChatObserver:
