@@ -134,7 +134,7 @@ def test_a_custom_call_streams_its_raw_input():
 
     events, response = translate(chunks, custom_tools=frozenset({"apply_patch"}))
 
-    call = {"id": "ctc_2", "type": "custom_tool_call", "status": "completed",
+    call = {"id": "ctc_1", "type": "custom_tool_call", "status": "completed",
             "call_id": "call_p", "name": "apply_patch", "input": "*** Begin\n*** End"}
     assert [(e["type"], e.get("delta", e.get("input"))) for e in events[8:]] == [
         ("response.output_item.added", None),
