@@ -168,3 +168,20 @@ def test_a_function_named_like_no_custom_tool_stays_a_function_call():
 
     assert response["output"][0]["type"] == "function_call"
     assert json.loads(response["output"][0]["arguments"]) == {"input": "x"}
+
+
+def test_a_dead_run_closes_its_custom_call_with_the_input_streamed():
+    from responses_app.translation.recovery import close_dead_run
+
+    added = {"id": "ctc_1", "type": "custom_tool_call", "status": "in_progress",
+             "call_id": "call_1", "name": "apply_patch", "input": ""}
+    events = [{"type": "response.output_item.added", "output_index": 0, "item": added},
+              {"type": "response.custom_tool_call_input.delta", "item_id": "ctc_1",
+               "output_index": 0, "delta": "*** Begin"}]
+    closing, output = close_dead_run(events)
+    item = {**added, "status": "incomplete", "input": "*** Begin"}
+    assert closing == [
+        {"type": "response.custom_tool_call_input.done", "item_id": "ctc_1", "output_index": 0,
+         "input": "*** Begin"},
+        {"type": "response.output_item.done", "output_index": 0, "item": item}]
+    assert output == [item]

@@ -1,8 +1,8 @@
 """Input and output items made readable: one uniform view per item, whatever its type.
 
 Known types (messages with their phase, reasoning, function and custom tool calls and
-outputs, MCP tool lists, calls and approvals) get a title and labelled blocks; any other type shows its fields as JSON, so an
-item type added later still renders. Text is never marked safe: templates escape it.
+outputs, MCP tool lists, calls and approvals) get a title and labelled blocks; any other
+type shows its fields as JSON, so an item type added later still renders. Text is never marked safe: templates escape it.
 """
 import json
 from dataclasses import dataclass, field

@@ -16,7 +16,8 @@ KIND_OF_PART = {kind.part_type: kind for kind in PART_KINDS.values()}
 PART_ADDED = {"response.content_part.added", "response.reasoning_summary_part.added"}
 ARGUMENT_DELTAS = {"response.function_call_arguments.delta": "response.function_call_arguments.done",
                    "response.mcp_call_arguments.delta": "response.mcp_call_arguments.done",
-                   "response.custom_tool_call_input.delta": "response.custom_tool_call_input.done"}
+                   "response.custom_tool_call_input.delta":
+                       "response.custom_tool_call_input.done"}
 # the item field (and done event field) an item type streams, when it is not `arguments`
 STREAMED_FIELD = {"custom_tool_call": "input"}
 # the done event of the items that always get one, even with nothing streamed

@@ -3,8 +3,8 @@
 This module owns the machine: which output item is open (a text segment, tool calls, MCP
 calls awaiting results), the transitions between them, and the response's own lifecycle.
 The items and their events are built in `text_items` (message and reasoning), `tool_items`
-(function calls, MCP approval requests) and `mcp_events` (MCP calls and tool lists); the
-content part kinds are in `part_kinds`.
+(function calls, MCP approval requests), `custom_tools` (custom tool calls) and
+`mcp_events` (MCP calls and tool lists); the content part kinds are in `part_kinds`.
 
 `start()` opens the response, `feed(chunk)` turns one decoded chunk into events, `finish()`
 closes whatever is open and ends the response, `fail()` ends it as failed, `cancel()`
