@@ -131,6 +131,8 @@ UPSTREAM_CONNECT_TIMEOUT = env.float("UPSTREAM_CONNECT_TIMEOUT", default=10.0)
 # No byte from the upstream for this long fails the run with `request_timeout`.
 UPSTREAM_TIMEOUT = env.float("UPSTREAM_TIMEOUT", default=120.0)
 UPSTREAM_MAX_TOKENS_PARAM = env.str("UPSTREAM_MAX_TOKENS_PARAM", default="max_completion_tokens")
+# Merge consecutive user messages into one, for chat templates that insist on alternation.
+UPSTREAM_MERGE_USER_MESSAGES = env.bool("UPSTREAM_MERGE_USER_MESSAGES", default=False)
 # Comma-separated model names for GET /v1/models; empty asks the upstream's /models.
 GATEWAY_MODELS = env.list("GATEWAY_MODELS", default=[])
 # Models whose output messages carry `phase` (commentary / final_answer), as OpenAI's

@@ -80,7 +80,8 @@ class McpToolLoop:
         return build_chat_request(
             model=self.job.model, instructions=self.job.request.get("instructions"),
             items=self.job.items + output, params=params, include=self.job.include,
-            max_tokens_param=settings.UPSTREAM_MAX_TOKENS_PARAM).body
+            max_tokens_param=settings.UPSTREAM_MAX_TOKENS_PARAM,
+            merge_user_messages=settings.UPSTREAM_MERGE_USER_MESSAGES).body
 
     async def _tools_of(self, label, server) -> list[dict]:
         reused = self._listed_before(label)

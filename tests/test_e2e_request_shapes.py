@@ -109,7 +109,7 @@ def test_the_history_is_repaired_before_the_upstream_call(api, clean_upstream):
              "function": {"name": "weather", "arguments": "{}"}}]},
         {"role": "tool", "tool_call_id": "call_a", "content": "aborted"},
         {"role": "tool", "tool_call_id": "call_b", "content": "rain"},
-        {"role": "user", "content": "Also Rome.\n\nQuickly."}]
+        {"role": "user", "content": "Also Rome."}, {"role": "user", "content": "Quickly."}]
     assert final["status"] == "completed"
     # nothing stored is changed: the input items are the client's
     items = api.get(f"/responses/{final['id']}/input_items", params={"order": "asc"}).json()

@@ -7,9 +7,10 @@ from tests.test_chat_request import (
 )
 
 
-def upstream(items):
+def upstream(items, merge_user_messages=False):
     chat = build_chat_request(model="m", instructions=None, items=items, params={},
-                              include=[], max_tokens_param="max_tokens")
+                              include=[], max_tokens_param="max_tokens",
+                              merge_user_messages=merge_user_messages)
     return chat.body["messages"], chat.repairs
 
 
@@ -71,12 +72,17 @@ def test_reasoning_between_parallel_calls_keeps_them_one_turn():
         tool("call_a"), tool("call_b")], [])
 
 
-def test_consecutive_user_messages_are_merged_without_losing_text():
+def test_consecutive_user_messages_are_sent_as_they_are_by_default():
+    assert upstream([user("first"), user("second")]) == ([
+        {"role": "user", "content": "first"}, {"role": "user", "content": "second"}], [])
+
+
+def test_consecutive_user_messages_are_merged_without_losing_text_when_asked():
     image = {"id": "msg_2", "type": "message", "role": "user", "status": "completed",
              "content": [{"type": "input_image", "image_url": "data:image/png;base64,AA",
                           "detail": "auto"}]}
     assert upstream([user("first"), user("second"), assistant("ok"), user("third"),
-                     image]) == ([
+                     image], merge_user_messages=True) == ([
         {"role": "user", "content": "first\n\nsecond"},
         {"role": "assistant", "content": "ok"},
         {"role": "user", "content": [

@@ -4,12 +4,13 @@ The message list must be valid for strict backends: every `tool` message follows
 assistant message whose `tool_calls` holds its id, calls of one turn share one assistant
 message, unanswered calls are dropped and duplicate outputs are dropped. The request's items
 are first repaired (translation.history_repair: calls and outputs paired and grouped,
-consecutive user messages merged), with custom tool calls as function calls (custom_tools).
+consecutive user messages merged when asked), with custom tool calls as function calls
+(custom_tools).
 """
 from dataclasses import dataclass, field
 
 from .custom_tools import custom_items_as_function_items, custom_tool_as_function
-from .history_repair import merge_user_messages, repair_items
+from .history_repair import RepairedItems, merge_consecutive_users, repair_items
 from .mcp_history import NAMESPACE_SEPARATOR, mcp_items_as_function_items
 
 SYSTEM_ROLES = {"system": "system", "developer": "system"}
@@ -28,12 +29,15 @@ class ChatRequest:
 
 
 def build_chat_request(*, model: str, instructions: str | None, items: list[dict],
-                       params: dict, include: list[str], max_tokens_param: str) -> ChatRequest:
+                       params: dict, include: list[str], max_tokens_param: str,
+                       merge_user_messages: bool = False) -> ChatRequest:
     messages = []
     if instructions:
         messages.append({"role": "system", "content": instructions})
     repaired = repair_items(custom_items_as_function_items(mcp_items_as_function_items(items)))
-    merged = merge_user_messages(messages_from_items(repaired.items))
+    merged = RepairedItems(messages_from_items(repaired.items))
+    if merge_user_messages:
+        merged = merge_consecutive_users(merged.items)
     messages.extend(merged.items)
     body = {"model": model, "messages": messages, "stream": True,
             "stream_options": {"include_usage": True}}

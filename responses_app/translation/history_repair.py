@@ -19,7 +19,10 @@ them), and none drops a user's text:
   input with OpenAI's 400; this repair is for stored histories);
 - `duplicate_output`: a second output for one call is dropped;
 - `merged_user_messages`: consecutive user messages become one, their texts joined by a
-  blank line (their parts concatenated when they hold images).
+  blank line (their parts concatenated when they hold images), when the deployment asks
+  for it (UPSTREAM_MERGE_USER_MESSAGES): OpenAI, Ollama and the chat templates of most
+  current models take them as they are, some templates (Gemma, older Mistral) insist that
+  user and assistant alternate.
 """
 from dataclasses import dataclass, field
 
@@ -108,7 +111,7 @@ def _synthesized_call(call_id: str) -> dict:
             "status": "completed"}
 
 
-def merge_user_messages(messages: list[dict]) -> RepairedItems:
+def merge_consecutive_users(messages: list[dict]) -> RepairedItems:
     """Chat messages with each run of consecutive user messages merged into one."""
     merged: list[dict] = []
     repairs: list[str] = []

@@ -50,6 +50,7 @@ def prepared(job: Job) -> RunJob:
         model=job.model, instructions=job.request.get("instructions"), items=items,
         params=job.request["params"], include=job.request["include"],
         max_tokens_param=settings.UPSTREAM_MAX_TOKENS_PARAM,
+        merge_user_messages=settings.UPSTREAM_MERGE_USER_MESSAGES,
     )
     for repair in chat.repairs:
         log.debug("response %s: history repair %s", job.id, repair)
