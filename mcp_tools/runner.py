@@ -22,7 +22,7 @@ from .run_plan import McpRunPlan
 log = logging.getLogger(__name__)
 
 # Items after which the client must act: the run ends when a turn produced one.
-CLIENT_ITEMS = {"function_call", "mcp_approval_request"}
+CLIENT_ITEMS = {"function_call", "custom_tool_call", "mcp_approval_request"}
 
 
 class McpToolLoop:
