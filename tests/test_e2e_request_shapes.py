@@ -132,3 +132,26 @@ def test_phase_round_trips_and_labels_the_output(api, clean_upstream):
     assert final["output"] == [done]
     stored = api.get(f"/responses/{final['id']}/input_items", params={"order": "asc"}).json()
     assert [item.get("phase") for item in stored["data"]] == [None, "final_answer", None]
+
+
+def test_the_openai_sdk_stream_helper_reads_a_custom_tool_call(openai_client):
+    with openai_client.responses.stream(model="fake-tool-caller", tools=[PATCH_TOOL],
+                                        input=f"call apply_patch {ARGUMENTS}") as events:
+        deltas = [e.delta for e in events if e.type == "response.custom_tool_call_input.delta"]
+        final = events.get_final_response()
+    call = final.output[0]
+    assert (type(call).__name__, call.name, call.call_id, call.input) == (
+        "ResponseCustomToolCall", "apply_patch", "call_0", "*** Begin Patch\n*** End Patch")
+    assert deltas == ["*** Begin ", "Patch\n*** End Patch"]
+
+
+def test_text_before_a_tool_call_is_commentary(api):
+    weather = {"type": "function", "name": "get_weather",
+               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
+    events, final = stream(api, {"model": "fake-text-then-tool", "tools": [weather], "input": [
+        {"role": "assistant", "content": "Ask me about the weather.", "phase": "final_answer"},
+        {"role": "user", "content": "Oslo?"}]})
+    assert [(i["type"], i.get("phase")) for i in final["output"]] == [
+        ("message", "commentary"), ("function_call", None)]
+    done = [e["item"].get("phase") for e in events if e["type"] == "response.output_item.done"]
+    assert done == ["commentary", None]
