@@ -2,15 +2,15 @@
 
 The message list must be valid for strict backends: every `tool` message follows the
 assistant message whose `tool_calls` holds its id, calls of one turn share one assistant
-message, unanswered calls are dropped and duplicate outputs are dropped. The request's items
-are first repaired (translation.history_repair: calls and outputs paired and grouped,
+message, unanswered calls are dropped and duplicate outputs are dropped (a safety net: on
+the way to the upstream no call is left unanswered). The request's items are first repaired (translation.history_repair: calls and outputs paired and grouped,
 consecutive user messages merged when asked), with custom tool calls as function calls
 (custom_tools).
 """
 from dataclasses import dataclass, field
 
 from .custom_tools import custom_items_as_function_items, custom_tool_as_function
-from .history_repair import RepairedItems, merge_consecutive_users, repair_items
+from .history_repair import merge_consecutive_users, repair_items
 from .mcp_history import NAMESPACE_SEPARATOR, mcp_items_as_function_items
 
 SYSTEM_ROLES = {"system": "system", "developer": "system"}
@@ -35,10 +35,11 @@ def build_chat_request(*, model: str, instructions: str | None, items: list[dict
     if instructions:
         messages.append({"role": "system", "content": instructions})
     repaired = repair_items(custom_items_as_function_items(mcp_items_as_function_items(items)))
-    merged = RepairedItems(messages_from_items(repaired.items))
+    history, repairs = messages_from_items(repaired.items), repaired.repairs
     if merge_user_messages:
-        merged = merge_consecutive_users(merged.items)
-    messages.extend(merged.items)
+        merged = merge_consecutive_users(history)
+        history, repairs = merged.items, repairs + merged.repairs
+    messages.extend(history)
     body = {"model": model, "messages": messages, "stream": True,
             "stream_options": {"include_usage": True}}
     for name in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
@@ -67,7 +68,7 @@ def build_chat_request(*, model: str, instructions: str | None, items: list[dict
             body["top_logprobs"] = params["top_logprobs"]
     custom = frozenset(t["name"] for t in params.get("tools") or () if t["type"] == "custom")
     return ChatRequest(body=body, function_names=function_names, custom_tools=custom,
-                       repairs=repaired.repairs + merged.repairs)
+                       repairs=repairs)
 
 
 # --- messages ------------------------------------------------------------------------------

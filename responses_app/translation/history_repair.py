@@ -2,7 +2,7 @@
 takes, before it becomes the upstream's messages (pure).
 
 Strict backends (chat templates that check roles, OpenAI itself) refuse a tool message that
-does not follow its call, a call left without its tool message, and (many templates) two
+does not follow its call, a call left without its tool message, and (some templates) two
 user messages in a row. Clients send all of these: an agent that stopped mid-call, parallel
 calls whose outputs come back interleaved with other items, a reasoning item of another
 provider with nothing in it. Each repair is named in the result (the run logs and counts
@@ -34,6 +34,8 @@ _TRANSPARENT = ("reasoning",)  # items that may sit between the calls of one tur
 
 @dataclass
 class RepairedItems:
+    """Items (or chat messages) after repair, and the repairs made, one name each."""
+
     items: list[dict]
     repairs: list[str] = field(default_factory=list)
 
