@@ -132,8 +132,13 @@ UPSTREAM_CONNECT_TIMEOUT = env.float("UPSTREAM_CONNECT_TIMEOUT", default=10.0)
 # No byte from the upstream for this long fails the run with `request_timeout`.
 UPSTREAM_TIMEOUT = env.float("UPSTREAM_TIMEOUT", default=120.0)
 UPSTREAM_MAX_TOKENS_PARAM = env.str("UPSTREAM_MAX_TOKENS_PARAM", default="max_completion_tokens")
+# Merge consecutive user messages into one, for chat templates that insist on alternation.
+UPSTREAM_MERGE_USER_MESSAGES = env.bool("UPSTREAM_MERGE_USER_MESSAGES", default=False)
 # Comma-separated model names for GET /v1/models; empty asks the upstream's /models.
 GATEWAY_MODELS = env.list("GATEWAY_MODELS", default=[])
+# Models whose output messages carry `phase` (commentary / final_answer), as OpenAI's
+# phase-trained models' do: comma-separated shell-style patterns, `*` for every model.
+OUTPUT_PHASE_MODELS = env.list("OUTPUT_PHASE_MODELS", default=[])
 # --- upstream routing (upstreams/): routes from the admin, the values above as the default
 # Fernet keys for upstream API keys at rest, comma-separated: the first encrypts, all
 # decrypt. Empty: a key derived from SECRET_KEY.

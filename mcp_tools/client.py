@@ -6,6 +6,13 @@ Failures come back as the Responses API's structured `mcp_call.error`
 (`mcp_protocol_error`, `mcp_tool_execution_error`, `http_error`) in an McpFailure.
 Request headers go on the wire and nowhere else: they are never logged. With tracing on,
 each operation is a client span (GenAI `execute_tool` for a call), a child of the run's.
+
+A call is given the server's listing the run already has (listed in this response, or the
+`mcp_list_tools` item of the conversation it continues): the `mcp` client checks a call's
+result against the tool's output schema and lists the server's tools first when it has no
+listing of its own, which would list them again on every call. Given ours it does not (our
+stored listings keep no output schemas, so no result is checked against one: the gateway
+hands the model the result's text either way).
 """
 import asyncio
 from contextlib import asynccontextmanager, nullcontext
@@ -18,6 +25,7 @@ from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp.types import ListToolsResult, Tool
 from pydantic import ValidationError
 
 from observability import tracing
@@ -82,10 +90,14 @@ async def _list_tools(target: ServerTarget, limits: Limits) -> list[dict]:
                 return tools
 
 
-async def call_tool(target: ServerTarget, limits: Limits, name: str, arguments: dict) -> str:
-    """The tool's output text; McpFailure with the structured error otherwise."""
+async def call_tool(target: ServerTarget, limits: Limits, name: str, arguments: dict,
+                    listed: list[dict] | None = None) -> str:
+    """The tool's output text; McpFailure with the structured error otherwise. `listed`:
+    the server's tools as the run listed them (`mcp_list_tools` entries)."""
     with _traced(target, "tools/call", name):
         async with _operation(target, limits, "tools/call") as client:
+            if listed is not None:
+                _remember_listing(client, listed)
             result = await client.call_tool(name, arguments)
     texts = [_content_text(part) for part in result.content]
     if result.is_error:
@@ -111,6 +123,15 @@ def _traced(target: ServerTarget, method: str, tool: str | None = None):
     if tool is not None:
         attributes.update({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool})
     return tracing.client_span(f"{method} {tool}" if tool else method, attributes)
+
+
+def _remember_listing(client: Client, listed: list[dict]) -> None:
+    """Give the client's session a listing of the server's tools, as the `mcp` client's own
+    response cache does on a cache hit (the session keeps per-tool state from it)."""
+    tools = [Tool(name=entry["name"], description=entry.get("description"),
+                  input_schema=entry.get("input_schema") or {"type": "object"})
+             for entry in listed]
+    client.session._absorb_tool_listing(ListToolsResult(tools=tools), complete=False)
 
 
 def protocol_error(message: str, code: int = INTERNAL_ERROR) -> dict:

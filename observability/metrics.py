@@ -46,6 +46,9 @@ UPSTREAM_ERRORS = Counter("gateway_upstream_errors", "Runs the upstream failed, 
                           ["code"])
 TOOL_CALLS = Counter("gateway_tool_calls", "Tool calls in finished responses, by item type",
                      ["type"])
+HISTORY_REPAIRS = Counter("gateway_history_repairs",
+                          "Repairs of a request's history before the upstream call, by kind",
+                          ["repair"])
 RATE_LIMITED = Counter("gateway_rate_limited", "Requests refused by limits or quotas",
                        ["code"])
 

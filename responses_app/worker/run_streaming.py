@@ -22,6 +22,7 @@ from ..cancellation import cancellation
 from ..errors import error_body
 from ..ids import new_id
 from ..reasoning_token import seal
+from ..translation.phase import phase_wanted
 from ..translation.sse import EventStamper
 from ..translation.state_machine import ResponseTranslator, TranslatorOptions
 from .run_claim import Claim, RunNotClaimed
@@ -32,7 +33,8 @@ log = logging.getLogger(__name__)
 
 DELTA_EVENTS = {"response.output_text.delta", "response.refusal.delta",
                 "response.reasoning_text.delta", "response.reasoning_summary_text.delta",
-                "response.function_call_arguments.delta"}
+                "response.function_call_arguments.delta",
+                "response.custom_tool_call_input.delta"}
 CRASHED = "The server had an error while processing your request."
 
 
@@ -58,6 +60,8 @@ class Streaming:
             reasoning_as_summary=bool(reasoning.get("summary")),
             include_logprobs="message.output_text.logprobs" in job.include,
             function_names=job.chat.function_names,
+            custom_tools=job.chat.custom_tools,
+            phase=phase_wanted(job.model, settings.OUTPUT_PHASE_MODELS, job.items),
             seal_reasoning=seal if "reasoning.encrypted_content" in job.include else None,
         ))
         self.stamper = EventStamper()
