@@ -1,7 +1,7 @@
 """The Vercel AI SDK (`ai` + `@ai-sdk/openai` `.responses()`), pinned in tests/clients, under
-Node against the production deployment and the fake upstream: a 3-turn `generateText` chat
-with its default `store: true`, which sends earlier assistant items as `item_reference`s
-without `previous_response_id`.
+Node against the production deployment and the fake upstream: `streamText` over a tool round
+trip, and a 3-turn `generateText` chat with its default `store: true`, which sends earlier
+assistant items as `item_reference`s without `previous_response_id`.
 
 The packages are installed once per lockfile into var/node-clients/ (tests/node_clients.py)."""
 from tests.node_clients import node_clients, run_node  # noqa: F401 (a fixture)
@@ -46,3 +46,34 @@ def test_a_three_turn_vercel_ai_sdk_chat_with_its_default_store(
 def user_text(text):
     return {"role": "user", "content": [{"type": "input_text", "text": text}]}
 
+
+
+def test_vercel_ai_sdk_streamtext_streams_a_tool_round_trip(
+        node_clients, production, tenant_key, clean_upstream):
+    result = run_node(node_clients, "vercel_stream.mjs", production.base_url, tenant_key)
+    assert result["parts"] == [
+        "start",
+        "start-step", "tool-input-start", "tool-input-delta", "tool-input-delta",
+        "tool-input-end", "tool-call", "tool-result", "finish-step",
+        "start-step", "text-start", "text-delta", "text-delta", "text-end", "finish-step",
+        "finish"]
+    assert result["deltas"] == ["Results: ", "18C in Paris"]
+    assert (result["text"], result["finishReason"]) == ("Results: 18C in Paris", "stop")
+    assert result["toolResults"] == [["18C in Paris"], []]
+    first_user = user_text('call get_weather {"city":"Paris"}')
+    assert [(body["stream"], body["input"]) for body in result["sent"]] == [
+        (True, [first_user]),
+        (True, [first_user,
+                {"type": "function_call", "call_id": "call_0", "name": "get_weather",
+                 "arguments": '{"city":"Paris"}'},
+                {"type": "function_call_output", "call_id": "call_0",
+                 "output": "18C in Paris"}]),
+    ]
+    assert [request["body"]["messages"] for request in clean_upstream.requests()] == [
+        [{"role": "user", "content": 'call get_weather {"city":"Paris"}'}],
+        [{"role": "user", "content": 'call get_weather {"city":"Paris"}'},
+         {"role": "assistant", "content": None, "tool_calls": [
+             {"id": "call_0", "type": "function",
+              "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}}]},
+         {"role": "tool", "tool_call_id": "call_0", "content": "18C in Paris"}],
+    ]
