@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "accounting",
     "observability",
     "upstreams",
+    "client_checks",
     "api_schema",
 ]
 
