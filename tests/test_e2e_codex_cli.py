@@ -99,12 +99,6 @@ def codex_exec(node_clients, codex_model, home: Path, base_url: str, api_key: st
     return [event["item"] for event in events if event["type"] == "item.completed"]
 
 
-@pytest.fixture
-def workspace(tmp_path) -> Path:
-    (tmp_path / "work").mkdir()
-    return tmp_path
-
-
 def normalized(output: str) -> str:
     """Codex's tool output with its per-run parts (chunk id, wall time) blanked."""
     output = re.sub(r"Chunk ID: [0-9a-f]+", "Chunk ID: <id>", output)
@@ -131,23 +125,41 @@ def assert_round_trip(upstream, prompt: str, arguments: str, tool_output: str) -
     assert normalized(output["content"]) == tool_output
 
 
-def test_codex_exec_runs_the_shell_command_the_model_called(
-        node_clients, codex_model, workspace, production, tenant_key, clean_upstream):
-    arguments = json.dumps({"cmd": "echo gateway > out.txt && cat out.txt"})
-    prompt = f"call exec_command {arguments}"
-    items = codex_exec(node_clients, codex_model, workspace, production.base_url, tenant_key,
-                       prompt)
-    assert (workspace / "work" / "out.txt").read_text() == "gateway\n"
-    tool_output = ("Chunk ID: <id>\nWall time: <t> seconds\nProcess exited with code 0\n"
-                   "Original token count: 2\nOutput:\ngateway\n")
-    assert_round_trip(clean_upstream, prompt, arguments, tool_output)
-    command, answer = items
+class Codex:
+    """`codex exec` in a fresh HOME whose prompt makes the fake model call the shell tool."""
+
+    def __init__(self, node_clients, codex_model, home, production, api_key, upstream):
+        self.run = lambda prompt: codex_exec(node_clients, codex_model, home,
+                                             production.base_url, api_key, prompt)
+        self.work, self.upstream = home / "work", upstream
+
+    def call_shell(self, command: str, tool_output: str) -> dict:
+        """Check the round trip and Codex's answer (the fake model quotes the tool output);
+        return the item Codex reported for the call."""
+        arguments = json.dumps({"cmd": command})
+        prompt = f"call exec_command {arguments}"
+        done, answer = self.run(prompt)
+        assert_round_trip(self.upstream, prompt, arguments, tool_output)
+        assert (answer["type"], normalized(answer["text"])) == (
+            "agent_message", f"Results: {tool_output}")
+        return done
+
+
+@pytest.fixture
+def codex(node_clients, codex_model, tmp_path, production, tenant_key, clean_upstream):
+    (tmp_path / "work").mkdir()
+    return Codex(node_clients, codex_model, tmp_path, production, tenant_key, clean_upstream)
+
+
+def test_codex_exec_runs_the_shell_command_the_model_called(codex):
+    command = codex.call_shell("echo gateway > out.txt && cat out.txt", (
+        "Chunk ID: <id>\nWall time: <t> seconds\nProcess exited with code 0\n"
+        "Original token count: 2\nOutput:\ngateway\n"))
+    assert (codex.work / "out.txt").read_text() == "gateway\n"
     assert {key: command[key] for key in ("type", "aggregated_output", "exit_code", "status")} \
         == {"type": "command_execution", "aggregated_output": "gateway\n", "exit_code": 0,
             "status": "completed"}
     assert command["command"].endswith("'echo gateway > out.txt && cat out.txt'")
-    assert (answer["type"], normalized(answer["text"])) == (
-        "agent_message", f"Results: {tool_output}")
 
 
 PATCH = """apply_patch <<'EOF'
@@ -161,20 +173,11 @@ EOF
 """
 
 
-def test_codex_exec_applies_the_patch_the_model_sent(
-        node_clients, codex_model, workspace, production, tenant_key, clean_upstream):
-    (workspace / "work" / "greeting.txt").write_text("Hello\n")
-    arguments = json.dumps({"cmd": PATCH})
-    prompt = f"call exec_command {arguments}"
-    items = codex_exec(node_clients, codex_model, workspace, production.base_url, tenant_key,
-                       prompt)
-    assert (workspace / "work" / "greeting.txt").read_text() == "Hello, patched\n"
-    tool_output = ("Wall time: <t> seconds\nOutput:\nExit code: 0\nWall time: <t> seconds\n"
-                   "Output:\nSuccess. Updated the following files:\nM greeting.txt\n")
-    assert_round_trip(clean_upstream, prompt, arguments, tool_output)
-    change, answer = items
+def test_codex_exec_applies_the_patch_the_model_sent(codex):
+    (codex.work / "greeting.txt").write_text("Hello\n")
+    change = codex.call_shell(PATCH, (
+        "Wall time: <t> seconds\nOutput:\nExit code: 0\nWall time: <t> seconds\n"
+        "Output:\nSuccess. Updated the following files:\nM greeting.txt\n"))
+    assert (codex.work / "greeting.txt").read_text() == "Hello, patched\n"
     assert (change["type"], change["status"], change["changes"]) == (
-        "file_change", "completed",
-        [{"path": str(workspace / "work" / "greeting.txt"), "kind": "update"}])
-    assert (answer["type"], normalized(answer["text"])) == (
-        "agent_message", f"Results: {tool_output}")
+        "file_change", "completed", [{"path": str(codex.work / "greeting.txt"), "kind": "update"}])

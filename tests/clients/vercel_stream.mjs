@@ -1,19 +1,11 @@
 // streamText through the Vercel AI SDK (`@ai-sdk/openai` `.responses()`) against the gateway:
 // a tool round trip streamed over two steps. Prints one JSON object: the text deltas, the
 // final text, the stream's part types, the finish reason, and the body of every request.
-import { createOpenAI } from '@ai-sdk/openai';
 import { stepCountIs, streamText, tool } from 'ai';
 import { z } from 'zod';
+import { gatewayProvider } from './gateway_provider.mjs';
 
-const sent = [];
-const openai = createOpenAI({
-  baseURL: process.env.GATEWAY_BASE_URL,
-  apiKey: process.env.GATEWAY_API_KEY,
-  fetch: async (url, init) => {
-    sent.push(JSON.parse(init.body));
-    return fetch(url, init);
-  },
-});
+const { openai, sent } = gatewayProvider();
 const tools = {
   get_weather: tool({
     description: 'The weather in a city',
