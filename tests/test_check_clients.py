@@ -13,8 +13,8 @@ CHECKS = ["streaming", "chain", "item reference", "function tool", "background",
           "stream resume", "conversations"]
 
 
-def check_clients(production, api_key: str, model: str) -> tuple[int, list[tuple], str]:
-    """Run the command; return its exit status, its table rows and its last line."""
+def check_clients(production, api_key: str, model: str) -> tuple[int, list[tuple], str, str]:
+    """Run the command; return its exit status, its table rows, its last line and stderr."""
     done = subprocess.run(
         [PYTHON, "manage.py", "check_clients", "--base-url", production.base_url,
          "--api-key", api_key, "--model", model],
@@ -24,11 +24,11 @@ def check_clients(production, api_key: str, model: str) -> tuple[int, list[tuple
     rows = [ROW.match(line) for line in lines[2:-1]]
     assert all(rows), done.stdout
     return (done.returncode, [(row["name"], row["verdict"], row["detail"]) for row in rows],
-            lines[-1])
+            lines[-1], done.stderr)
 
 
 def test_every_check_passes_against_the_deployment(production, tenant_key, clean_upstream):
-    status, rows, summary = check_clients(production, tenant_key, "fake-tool-caller")
+    status, rows, summary, errors = check_clients(production, tenant_key, "fake-tool-caller")
     assert rows == [
         ("streaming", "pass", "9 events"),
         ("chain", "pass", "2 responses"),
@@ -39,7 +39,7 @@ def test_every_check_passes_against_the_deployment(production, tenant_key, clean
         ("stream resume", "pass", "resumed after event 4 of 9"),
         ("conversations", "pass", "4 items"),
     ]
-    assert (status, summary) == (0, "check_clients: 8 checks, 8 passed, 0 failed")
+    assert (status, summary, errors) == (0, "check_clients: 8 checks, 8 passed, 0 failed", "")
     last_messages = [request["body"]["messages"][-1] for request in clean_upstream.requests()
                      if "Count from" not in str(request["body"]["messages"])]
     assert last_messages == [
@@ -63,14 +63,16 @@ def test_every_check_passes_against_the_deployment(production, tenant_key, clean
 
 
 def test_a_model_that_calls_no_tool_fails_the_tool_check_alone(production, tenant_key):
-    status, rows, summary = check_clients(production, tenant_key, "fake-text")
+    status, rows, summary, errors = check_clients(production, tenant_key, "fake-text")
     assert [(name, verdict) for name, verdict, _ in rows] == [
         (name, "FAIL" if name == "function tool" else "pass") for name in CHECKS]
     assert rows[3] == ("function tool", "FAIL", "no get_weather call in the output: ['message']")
     assert (status, summary) == (1, "check_clients: 8 checks, 7 passed, 1 failed")
+    assert errors == "CommandError: 1 of 8 client checks failed\n"
 
 
 def test_a_wrong_key_fails_every_check_and_the_command(production):
-    status, rows, summary = check_clients(production, "sk-wrong", "fake-tool-caller")
+    status, rows, summary, errors = check_clients(production, "sk-wrong", "fake-tool-caller")
     assert rows == [(name, "FAIL", "HTTP 401: Incorrect API key provided.") for name in CHECKS]
     assert (status, summary) == (1, "check_clients: 8 checks, 0 passed, 8 failed")
+    assert errors == "CommandError: 8 of 8 client checks failed\n"
