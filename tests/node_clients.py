@@ -39,6 +39,9 @@ def node_clients() -> Path:
             building.rename(target)
         except OSError:  # another session installed it meanwhile
             shutil.rmtree(building, ignore_errors=True)
+    for stale in CACHE.iterdir():  # installs of earlier lockfiles (Codex alone is ~400 MB)
+        if "." not in stale.name and stale.name != target.name:
+            shutil.rmtree(stale, ignore_errors=True)
     for script in CLIENTS.glob("*.mjs"):
         shutil.copy(script, target / script.name)
     return target
