@@ -18,8 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.node_clients import node_clients  # noqa: F401 (a fixture)
-
 CODEX = Path("node_modules") / "@openai" / "codex" / "bin" / "codex.js"
 CLOSED_PROXY = "http://127.0.0.1:9"  # the discard port: nothing listens there
 CONFIG = """model = "fake-tool-caller"

@@ -4,7 +4,7 @@ trip, and a 3-turn `generateText` chat with its default `store: true`, which sen
 assistant items as `item_reference`s without `previous_response_id`.
 
 The packages are installed once per lockfile into var/node-clients/ (tests/node_clients.py)."""
-from tests.node_clients import node_clients, run_node  # noqa: F401 (a fixture)
+from tests.node_clients import run_node
 
 
 def test_a_three_turn_vercel_ai_sdk_chat_with_its_default_store(
