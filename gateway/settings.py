@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "accounting",
     "observability",
     "upstreams",
+    "client_checks",
     "api_schema",
 ]
 
