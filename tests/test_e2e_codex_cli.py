@@ -6,6 +6,7 @@ isolated HOME, its prompt scripting the fake model (`fake-tool-caller`) to call 
 - `apply_patch`: Codex 0.169 offers apply_patch only as a freeform (custom) tool; the model
   catalog here gives the model none, so, as Codex's instructions then say, the model sends
   the patch through the shell tool and Codex applies it itself (a `file_change`).
+  Codex's freeform apply_patch tool, through custom tools: test_e2e_codex_apply_patch.
 
 No network but loopback: every proxy variable points at a closed loopback port (only
 127.0.0.1 and localhost bypass it), and the config turns off what phones home (update
