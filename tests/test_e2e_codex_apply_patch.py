@@ -135,3 +135,45 @@ def test_codex_applies_the_patch_sent_to_its_freeform_apply_patch_tool(
     assert final["status"] == "completed"
     assert [(item["type"], [normalized(part["text"]) for part in item["content"]])
             for item in final["output"]] == [("message", [f"Results: {RESULT}"])]
+
+
+ADD_PATCH = ("*** Begin Patch\n*** Add File: notes/héllo.txt\n+Grüße ✓ 🙂\n"
+             "+\"quoted\" \\ back\n*** End Patch\n")
+SHELL_RESULT = ("Chunk ID: <id>\nWall time: <t> seconds\nProcess exited with code 0\n"
+                "Original token count: 1\nOutput:\nhi\n")
+ADD_RESULT = ("Exit code: 0\nWall time: <t> seconds\nOutput:\n"
+              "Success. Updated the following files:\nA notes/héllo.txt\n")
+
+
+def test_codex_runs_a_shell_call_and_a_freeform_patch_of_one_response(
+        node_clients, codex_model, tmp_path, production, tenant_key, clean_upstream):
+    """Both kinds of call in one response, the patch non-ASCII (sent \\u-escaped, split by the
+    fake model mid-string) and with quotes and a backslash: each output goes back as its own
+    kind of item and then as its own tool message."""
+    (tmp_path / "work").mkdir()
+    shell = json.dumps({"cmd": "echo hi"})
+    prompt = f"call exec_command {shell}\ncall apply_patch {json.dumps({'input': ADD_PATCH})}"
+    freeform = {**codex_model, "apply_patch_tool_type": "freeform"}
+    with RecordingProxy(production.base_url.removesuffix("/v1")) as proxy:
+        *_, answer = codex_exec(node_clients, freeform, tmp_path, f"{proxy.base_url}/v1",
+                                tenant_key, prompt)
+    assert (tmp_path / "work" / "notes" / "héllo.txt").read_text() == (
+        "Grüße ✓ 🙂\n\"quoted\" \\ back\n")
+    assert normalized(answer["text"]) == f"Results: {SHELL_RESULT} | {ADD_RESULT}"
+    sent, ((_, first), _) = codex_exchanges(proxy)
+    assert [(item["type"], item["call_id"]) for item in sent[1]["input"][-4:]] == [
+        ("function_call", "call_0"), ("custom_tool_call", "call_1"),
+        ("function_call_output", "call_0"), ("custom_tool_call_output", "call_1")]
+    assert sent[1]["input"][-3] == first["output"][1]
+    assert first["output"][1]["input"] == ADD_PATCH
+    messages = clean_upstream.requests()[1]["body"]["messages"][4:]
+    assert messages[0] == {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_0", "type": "function",
+         "function": {"name": "exec_command", "arguments": shell}},
+        {"id": "call_1", "type": "function", "function": {
+            "name": "apply_patch",
+            "arguments": json.dumps({"input": ADD_PATCH}, ensure_ascii=False)}}]}
+    assert [{**message, "content": normalized(message["content"])}
+            for message in messages[1:]] == [
+        {"role": "tool", "tool_call_id": "call_0", "content": SHELL_RESULT},
+        {"role": "tool", "tool_call_id": "call_1", "content": ADD_RESULT}]
