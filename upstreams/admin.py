@@ -17,7 +17,7 @@ class UpstreamRouteForm(forms.ModelForm):
         model = UpstreamRoute
         fields = ["name", "model_pattern", "base_url", "api_key", "clear_api_key",
                   "connect_timeout", "read_timeout", "extra_headers", "max_concurrency",
-                  "enabled"]
+                  "context_window", "token_counter", "tokenizer_path", "enabled"]
 
     def save(self, commit=True):
         route = super().save(commit=False)
