@@ -20,7 +20,7 @@ PARAM_FIELDS = (
     "tools", "tool_choice", "parallel_tool_calls", "temperature", "top_p", "presence_penalty",
     "frequency_penalty", "top_logprobs", "max_output_tokens", "max_tool_calls", "text",
     "reasoning", "truncation", "metadata", "user", "safety_identifier", "prompt_cache_key",
-    "service_tier",
+    "service_tier", "context_management",
 )
 
 

@@ -162,6 +162,20 @@ class ResponseTranslator:
         output_index = self.response["output"].index(item)
         return mcp_events.list_tools_done(item, output_index, tools, error)
 
+    def open_compaction(self) -> tuple[list[dict], dict]:
+        """A `compaction` item whose summary is being written (server-side compaction)."""
+        item = {"id": self.options.ids("cmp"), "type": "compaction", "encrypted_content": ""}
+        events: list[dict] = []
+        index = self._add_item(events, item, dict(item))
+        return events + [{"type": "response.compaction.compacting", "item_id": item["id"],
+                          "output_index": index}], item
+
+    def compaction_done(self, item: dict, sealed: str, chat_usage: dict | None) -> list[dict]:
+        item["encrypted_content"] = sealed
+        self._turn_usages += [chat_usage] if chat_usage else []  # the summary's tokens
+        return [{"type": "response.output_item.done",
+                 "output_index": self.response["output"].index(item), "item": item}]
+
     def finish(self) -> list[dict]:
         reason = FINISH_INCOMPLETE.get(self._finish_reason or "")
         events = self._close_all("incomplete" if reason else "completed")

@@ -25,6 +25,7 @@ from ..reasoning_token import seal
 from ..translation.sse import EventStamper
 from ..translation.state_machine import ResponseTranslator, TranslatorOptions
 from .run_claim import Claim, RunNotClaimed
+from .run_context import fitted_body
 from .upstream import UpstreamRejected, UpstreamStreamFailed, open_chat_stream
 
 log = logging.getLogger(__name__)
@@ -133,7 +134,7 @@ class Streaming:
     async def _turns(self) -> None:
         """The upstream turns of one response, up to (not including) its end: one turn, or
         with MCP tools, turns until the model stops calling them."""
-        body = self.job.chat.body
+        body = await fitted_body(self)
         tools = None
         if self.mcp_plan is not None:
             tools = McpToolLoop(self.mcp_plan, self.job, self.translator, self.emit)
