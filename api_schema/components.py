@@ -12,6 +12,8 @@ from responses_app.create_fields import ref
 from responses_app.create_params import METADATA_SCHEMA
 from responses_app.input_items import INPUT_ITEM_SCHEMA
 
+from .context_components import CONTEXT_COMPONENTS
+
 
 def nullable(schema: dict) -> dict:
     return {"oneOf": [schema, {"type": "null"}]}
@@ -260,4 +262,5 @@ COMPONENTS = {
     "CreateConversationRequest": CREATE_CONVERSATION,
     "UpdateConversationRequest": UPDATE_CONVERSATION,
     "AddConversationItemsRequest": ADD_CONVERSATION_ITEMS,
+    **CONTEXT_COMPONENTS,
 }

@@ -20,7 +20,7 @@ PARAM_FIELDS = (
     "tools", "tool_choice", "parallel_tool_calls", "temperature", "top_p", "presence_penalty",
     "frequency_penalty", "top_logprobs", "max_output_tokens", "max_tool_calls", "text",
     "reasoning", "truncation", "metadata", "user", "safety_identifier", "prompt_cache_key",
-    "service_tier", "context_management",
+    "service_tier",
 )
 
 
@@ -49,6 +49,8 @@ def parse_create_request(body) -> CreateRequest:
     tools, mcp_headers = values["tools"]
     params = {name: values[name] for name in PARAM_FIELDS}
     params["tools"] = tools
+    if values["context_management"]:  # server-side compaction (responses_app/context)
+        params["context_management"] = values["context_management"]
     if params["service_tier"] == "auto":
         params["service_tier"] = "default"
     return CreateRequest(
