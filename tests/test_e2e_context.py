@@ -5,7 +5,6 @@ The deployment routes `fake-echo` to the fake upstream with vLLM's counter and n
 (fake-echo is not in its /v1/models: unknown), and `fake-text` with vLLM's counter and a
 window of 40 tokens. The fake's /tokenize counts one token per word of the messages as
 fake-echo renders them (tests.upstream_scenarios.render_messages)."""
-import httpx
 import psycopg
 import pytest
 from django.test import override_settings
@@ -41,14 +40,13 @@ def keys(windowed):
 
 @pytest.fixture
 def api(windowed, keys):
-    with httpx.Client(base_url=windowed.base_url, timeout=30,
-                      headers={"Authorization": f"Bearer {keys[0]}"}) as client:
+    with windowed.client(keys[0]) as client:
         yield client
 
 
 @pytest.fixture
 def sdk(windowed, keys):
-    return OpenAI(base_url=windowed.base_url, api_key=keys[0], max_retries=0, timeout=30)
+    return OpenAI(base_url=windowed.base_url, api_key=keys[0], max_retries=0)
 
 
 def stored_rows(deployment) -> list:
@@ -98,9 +96,8 @@ def test_input_tokens_continues_a_chain_and_estimates_without_a_tokenizer(api, c
 
 
 def test_input_tokens_of_another_tenants_response_is_not_found(windowed, keys, api):
-    theirs = httpx.post(f"{windowed.base_url}/responses", timeout=30,
-                        headers={"Authorization": f"Bearer {keys[1]}"},
-                        json={"model": "fake-echo", "input": "secret"}).json()
+    with windowed.client(keys[1]) as other:
+        theirs = other.post("/responses", json={"model": "fake-echo", "input": "secret"}).json()
     before = stored_rows(windowed)
     reply = api.post("/responses/input_tokens", json={
         "model": "fake-echo", "input": "x", "previous_response_id": theirs["id"]})
