@@ -7,9 +7,8 @@ response holding a compaction item (in its input or output), since the upstream 
 nothing from before it (context/compaction_items.py), so a long compacted chain is read
 only from its latest compaction on.
 """
+import orjson
 from django.db import connection
-
-from .models import StoredResponse
 
 MAX_CHAIN_LENGTH = 100_000
 
@@ -22,8 +21,11 @@ WITH RECURSIVE chain(id, previous_response_id, depth, stop) AS (
       FROM responses r JOIN chain ON r.id = chain.previous_response_id
      WHERE r.tenant_id = %s AND r.store AND chain.depth < %s AND NOT chain.stop
 )
-SELECT id FROM chain ORDER BY depth DESC
 """
+IDS_TAIL = "SELECT id FROM chain ORDER BY depth DESC"
+# the items in the same statement, as JSON text (orjson decodes it faster than the driver)
+ITEMS_TAIL = """SELECT r.input_items::text, coalesce(nullif(r.resource->'output', 'null'), '[]')::text
+  FROM chain JOIN responses r ON r.id = chain.id ORDER BY chain.depth DESC"""
 _HOLDS_COMPACTION = ("({t}input_items @> '[{{\"type\": \"compaction\"}}]'"
                      " OR {t}resource->'output' @> '[{{\"type\": \"compaction\"}}]')")
 FULL_CHAIN_SQL = CHAIN_SQL.format(stop="false", stop_r="false")
@@ -36,7 +38,7 @@ def chain_ids(tenant_id: int, response_id: str, max_depth: int = MAX_CHAIN_LENGT
     """Ids of `response_id` and its stored ancestors (at most `max_depth` of them; with
     `since_compaction`, back to the newest one holding a compaction), oldest first ([] if
     not found)."""
-    sql = COMPACTED_CHAIN_SQL if since_compaction else FULL_CHAIN_SQL
+    sql = (COMPACTED_CHAIN_SQL if since_compaction else FULL_CHAIN_SQL) + IDS_TAIL
     with connection.cursor() as cursor:
         cursor.execute(sql, [response_id, tenant_id, tenant_id, max_depth])
         return [row[0] for row in cursor.fetchall()]
@@ -46,14 +48,14 @@ def chain_items(tenant_id: int, response_id: str,
                 since_compaction: bool = False) -> list[dict] | None:
     """The conversation up to and including `response_id` (from the newest response
     holding a compaction on, with `since_compaction`); None if it is not stored."""
-    ids = chain_ids(tenant_id, response_id, since_compaction=since_compaction)
-    if not ids:
+    sql = (COMPACTED_CHAIN_SQL if since_compaction else FULL_CHAIN_SQL) + ITEMS_TAIL
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [response_id, tenant_id, tenant_id, MAX_CHAIN_LENGTH])
+        rows = cursor.fetchall()
+    if not rows:
         return None
-    rows = StoredResponse.objects.filter(id__in=ids).only("id", "input_items", "resource")
-    by_id = {row.id: row for row in rows}
     items: list[dict] = []
-    for rid in ids:
-        row = by_id[rid]
-        items.extend(row.input_items)
-        items.extend(row.resource.get("output") or [])
+    for input_items, output in rows:
+        items.extend(orjson.loads(input_items))
+        items.extend(orjson.loads(output))
     return items

@@ -52,8 +52,10 @@ def count_text(route: Route, text: str) -> TokenCount:
     """The tokens of a plain text (no chat template) with the route's counter."""
     counter = route.token_counter
     if counter == "tokenizer":
-        return TokenCount(len(_tokenizer(route.tokenizer_path).encode(
-            text, add_special_tokens=False).ids), "tokenizer")
+        # encode_batch_fast skips the offsets (about a fifth less CPU on 100 KB)
+        [encoding] = _tokenizer(route.tokenizer_path).encode_batch_fast(
+            [text], add_special_tokens=False)
+        return TokenCount(len(encoding.ids), "tokenizer")
     if counter == "vllm":
         answer = _post(route, "/tokenize", {"prompt": text, "add_special_tokens": False})
         return TokenCount(_count_of(route, answer), "vllm")
