@@ -294,3 +294,43 @@ def test_crossing_the_threshold_compacts_first_and_streams_the_compaction(
     assert chats(clean_upstream)[0]["messages"] == [
         {"role": "system", "content": COMPACTION_PREFIX + summary}, user("six"),
         {"role": "assistant", "content": answer}, user("seven")]
+
+
+# --- the Agents SDK's compaction session -------------------------------------------------
+
+def test_an_agents_sdk_compaction_session_runs_30_turns_in_a_40_token_window(
+        windowed, keys, clean_upstream, tmp_path):
+    import asyncio
+
+    from agents import (Agent, ModelSettings, OpenAIResponsesModel, Runner, SQLiteSession,
+                        set_tracing_disabled)
+    from agents.memory import OpenAIResponsesCompactionSession
+    from openai import AsyncOpenAI
+
+    set_tracing_disabled(True)  # nothing leaves the machine
+
+    async def session_of_30_turns() -> list[str]:
+        client = AsyncOpenAI(base_url=windowed.base_url, api_key=keys[0], max_retries=0)
+        agent = Agent(name="helper", instructions="Be brief.",
+                      model=OpenAIResponsesModel("fake-text", client),
+                      model_settings=ModelSettings(truncation="auto"))
+        session = OpenAIResponsesCompactionSession(
+            "s", SQLiteSession("s", str(tmp_path / "session.db")), client=client,
+            model="gpt-4.1")  # compacted by the default route's model
+        answers = []
+        for turn in range(30):
+            result = await Runner.run(agent, f"turn {turn}", session=session)
+            answers.append(result.final_output)
+        await client.close()
+        return answers
+
+    assert asyncio.run(session_of_30_turns()) == ["Hello, world! How can I help?"] * 30
+    sent = [body for body in chats(clean_upstream) if body["model"] == "fake-text"]
+    summaries = [body for body in chats(clean_upstream) if body["model"] == "gpt-4.1"]
+    assert len(sent) == 30 and len(summaries) == 3  # compacted after turns 10, 20 and 30
+    # within the window every turn (one token per word, as the fake's /tokenize counts)
+    assert max(len(render_messages(body["messages"]).split()) for body in sent) <= 40
+    assert sent[-1]["messages"][:2] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "system", "content": COMPACTION_PREFIX + "Hello, world! How can I help?"}]
+    assert sent[-1]["messages"][-1] == user("turn 29")
