@@ -245,6 +245,25 @@ def test_over_the_window_without_truncation_is_context_length_exceeded(
     assert stored_rows(windowed) == before
 
 
+def test_a_background_response_over_the_window_fails_with_context_length_exceeded(
+        api, clean_upstream):
+    import time
+
+    created = api.post("/responses", json={
+        "model": "fake-text", "instructions": "be brief", "input": LONG_INPUT,
+        "max_output_tokens": 10, "background": True}).json()
+    deadline = time.monotonic() + 20
+    while (resource := api.get(f"/responses/{created['id']}").json())["status"] in (
+            "queued", "in_progress") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (resource["status"], resource["error"]) == ("failed", {
+        "code": "context_length_exceeded",
+        "message": "Your input exceeds the context window of this model: 37 input tokens, "
+                   "and the window of 40 tokens leaves 30 for the input. Please adjust your "
+                   "input and try again, or use truncation: 'auto'."})
+    assert chats(clean_upstream) == []
+
+
 # --- server-side compaction (context_management) -----------------------------------------
 
 @pytest.mark.parametrize("threshold", [0, -5, "10"])

@@ -121,6 +121,8 @@ class Streaming:
         if not self.started:
             await self.emit(self.translator.start())
         code = "rate_limit_exceeded" if rejected.status == 429 else "server_error"
+        if rejected.body["error"]["code"] == "context_length_exceeded":  # run_context.py
+            code = "context_length_exceeded"
         return Ending("finished", self.translator.fail(code, rejected.body["error"]["message"]))
 
     async def _crashed(self) -> Ending:
