@@ -28,4 +28,5 @@ def chat_request_for(model: str, request: dict, items: list[dict]) -> ChatReques
         model=model, instructions=request.get("instructions"),
         items=upstream_items(items), params=request["params"],
         include=request["include"], max_tokens_param=settings.UPSTREAM_MAX_TOKENS_PARAM,
+        merge_user_messages=settings.UPSTREAM_MERGE_USER_MESSAGES,
     )

@@ -1,10 +1,15 @@
 """What a run works from: its job (jobs.Job, as claimed or as its message carried it) with
 the history it continues and the chat request built from them."""
+import logging
 from dataclasses import dataclass, field, fields
+
+from observability import metrics
 
 from ..context.rendering import chat_request_for, history_items
 from ..jobs import Job
 from ..translation.chat_request import ChatRequest
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -35,5 +40,8 @@ def prepared(job: Job) -> RunJob:
     items = history_items(job.tenant_id, job.previous_response_id, job.conversation_id)
     items.extend(job.input_items)
     chat = chat_request_for(job.model, job.request, items)
+    for repair in chat.repairs:
+        log.debug("response %s: history repair %s", job.id, repair)
+        metrics.HISTORY_REPAIRS.labels(repair).inc()
     return RunJob(**{f.name: getattr(job, f.name) for f in fields(Job)}, chat=chat,
                   items=items, input_count=len(job.input_items))
