@@ -4,6 +4,7 @@ back, and refused tokens, with the exact requests the fake upstream received (th
 deployment: tests/context_deployment.py)."""
 import pytest
 from django.test import override_settings
+from openresponses_types import CompactResource
 
 from responses_app.context.compaction_items import COMPACTION_PREFIX, compaction_item
 from responses_app.context.summary import COMPACTION_PROMPT
@@ -77,6 +78,7 @@ def test_a_compacted_input_sends_the_summary_in_place_of_the_history(api, sdk, c
     compacted = api.post("/responses/compact", json={"model": "fake-echo",
                                                      "input": CONVERSATION}).json()
     assert set(compacted) == {"id", "object", "created_at", "output", "usage"}
+    CompactResource.model_validate(compacted)  # the Open Responses model of the answer
     clean_upstream.clear()
     reply = api.post("/responses", json={
         "model": "fake-echo", "input": [*compacted["output"], user("and tomorrow?")]})
