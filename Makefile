@@ -45,3 +45,4 @@ test: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(PY) -m bench.run $(ARGS)
+	$(PY) -m bench.context

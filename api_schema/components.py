@@ -13,6 +13,8 @@ from responses_app.create_params import METADATA_SCHEMA
 from responses_app.custom_tool_items import CUSTOM_TOOL_SCHEMA
 from responses_app.input_items import INPUT_ITEM_SCHEMA
 
+from .context_components import CONTEXT_COMPONENTS
+
 
 def nullable(schema: dict) -> dict:
     return {"oneOf": [schema, {"type": "null"}]}
@@ -262,4 +264,5 @@ COMPONENTS = {
     "CreateConversationRequest": CREATE_CONVERSATION,
     "UpdateConversationRequest": UPDATE_CONVERSATION,
     "AddConversationItemsRequest": ADD_CONVERSATION_ITEMS,
+    **CONTEXT_COMPONENTS,
 }

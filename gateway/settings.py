@@ -152,6 +152,14 @@ UPSTREAM_MAX_RETRIES = env.int("UPSTREAM_MAX_RETRIES", default=2)
 UPSTREAM_RETRY_MAX_WAIT = env.float("UPSTREAM_RETRY_MAX_WAIT", default=5.0)
 # Open streams to the default upstream per worker process (0: no limit).
 UPSTREAM_MAX_CONCURRENCY = env.int("UPSTREAM_MAX_CONCURRENCY", default=0)
+# The default upstream's context window (0: unknown) and token counter (estimate,
+# tokenizer with UPSTREAM_TOKENIZER_PATH, vllm or llamacpp): see upstreams/token_counting.py.
+UPSTREAM_CONTEXT_WINDOW = env.int("UPSTREAM_CONTEXT_WINDOW", default=0)
+UPSTREAM_TOKEN_COUNTER = env.str("UPSTREAM_TOKEN_COUNTER", default="estimate")
+UPSTREAM_TOKENIZER_PATH = env.str("UPSTREAM_TOKENIZER_PATH", default="")
+# Server-side compaction (responses_app/context/): the user messages a compaction keeps, at
+# most this many characters of them, newest first (the newest is always kept).
+COMPACTION_KEEP_USER_CHARS = env.int("COMPACTION_KEEP_USER_CHARS", default=20_000)
 
 # A revoked API key keeps working at most this long on a process that used it recently.
 API_KEY_CACHE_SECONDS = env.float("API_KEY_CACHE_SECONDS", default=10.0)

@@ -10,6 +10,7 @@ import logging
 import orjson
 from django.conf import settings
 
+from responses_app.context.compaction_items import upstream_items
 from responses_app.translation.chat_request import build_chat_request
 from responses_app.translation.mcp_history import upstream_function_name
 from responses_app.translation.state_machine import McpToolTarget
@@ -79,7 +80,7 @@ class McpToolLoop:
             params["tool_choice"] = "none"
         return build_chat_request(
             model=self.job.model, instructions=self.job.request.get("instructions"),
-            items=self.job.items + output, params=params, include=self.job.include,
+            items=upstream_items(self.job.items + output), params=params, include=self.job.include,
             max_tokens_param=settings.UPSTREAM_MAX_TOKENS_PARAM,
             merge_user_messages=settings.UPSTREAM_MERGE_USER_MESSAGES).body
 

@@ -7,6 +7,7 @@ and roles the builders use.
 """
 from mcp_tools.request_spec import MCP_ITEM_BUILDERS
 
+from .context.compaction_items import compaction_input_item
 from .create_fields import required_string
 from .custom_tool_items import CUSTOM_ITEM_BUILDERS
 from .errors import InvalidRequest
@@ -143,6 +144,7 @@ ITEM_BUILDERS = {
     "function_call_output": _function_call_output,
     "item_reference": _item_reference,
     "reasoning": _reasoning_item,
+    "compaction": compaction_input_item,
     **MCP_ITEM_BUILDERS,
     **CUSTOM_ITEM_BUILDERS,
 }

@@ -52,7 +52,7 @@ def response_prepare(tenant: Tenant, create: CreateRequest,
                              param="previous_response_id", code="previous_response_not_found")
     if create.conversation_id:
         conversation_check_input(tenant, create.conversation_id, create.input_items)
-    input_items = [_unsealed(item) for item in resolve_item_references(tenant, create)]
+    input_items = [unsealed(item) for item in resolve_item_references(tenant, create)]
     check_tool_outputs(tenant, create, input_items)
     created_at = time.time()
     response_id = new_id("resp")
@@ -135,7 +135,7 @@ def response_delete(tenant: Tenant, response_id: str) -> None:
     event_bus().delete(response_id)
 
 
-def _unsealed(item: dict) -> dict:
+def unsealed(item: dict) -> dict:
     """A reasoning item sent back with our `encrypted_content` gets its text restored."""
     if item["type"] != "reasoning" or not item.get("encrypted_content") or item["content"]:
         return item

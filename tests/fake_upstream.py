@@ -6,7 +6,10 @@ frames are encoded once and each chunk is a single ``http.response.body`` messag
 
 Routes:
   POST   /v1/chat/completions  streaming (``stream: true``) or a ``chat.completion`` JSON
-  GET    /v1/models            the named scenarios
+  GET    /v1/models            the named scenarios (with vLLM's ``max_model_len``: FAKE_MAX_MODEL_LEN)
+  POST   /tokenize             vLLM's (``messages`` or ``prompt``: ``count``) and llama.cpp's
+                                (``content``: ``tokens``); one token per whitespace-separated word
+                                of the messages as ``fake-echo`` renders them; recorded in the log
   GET    /_log                 recorded requests ``[{"path", "headers", "body"}]``
   DELETE /_log                 clear the log
   GET    /_stats               ``{"requests", "disconnects", "completed", "in_flight",
@@ -36,7 +39,7 @@ import orjson
 import uvicorn
 
 from tests.upstream_scenarios import (CREATED, SCENARIOS, Scenario, accumulate, flaky_failure, is_cacheable,
-                                      scenario_for)
+                                      render_messages, scenario_for)
 
 try:
     import httptools  # noqa: F401
@@ -49,6 +52,7 @@ DONE = b"data: [DONE]\n\n"
 BAD_CHUNK = b"data: {not json\n\n"
 SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
 JSON_HEADERS = [(b"content-type", b"application/json")]
+FAKE_MAX_MODEL_LEN = 2048
 
 
 class _Drop(Exception):
@@ -119,8 +123,11 @@ class FakeUpstreamApp:
         if path == "/v1/chat/completions" and method == "POST":
             await self.chat(scope, receive, send)
         elif path == "/v1/models" and method == "GET":
-            data = [{"id": name, "object": "model", "created": 0, "owned_by": "fake"} for name in SCENARIOS]
+            data = [{"id": name, "object": "model", "created": 0, "owned_by": "fake",
+                     "max_model_len": FAKE_MAX_MODEL_LEN} for name in SCENARIOS]
             await self._json(send, 200, {"object": "list", "data": data})
+        elif path == "/tokenize" and method == "POST":
+            await self.tokenize(scope, receive, send)
         elif path == "/_log" and method == "GET":
             await self._json(send, 200, self.log)
         elif path == "/_log" and method == "DELETE":
@@ -160,6 +167,20 @@ class FakeUpstreamApp:
             await self.stream(receive, send, model, sc, extra)
         else:
             await self.non_stream(send, sc, extra)
+
+    async def tokenize(self, scope, receive, send) -> None:
+        body = orjson.loads(await self._read_body(receive) or b"{}")
+        if self.record:
+            self.log.append({"path": scope["path"], "headers": {}, "body": body})
+        if "messages" in body:
+            words = render_messages(body["messages"]).split()
+        else:
+            words = str(body.get("prompt", body.get("content", ""))).split()
+        if "content" in body:
+            await self._json(send, 200, {"tokens": list(range(len(words)))})
+        else:
+            await self._json(send, 200, {"count": len(words), "max_model_len": FAKE_MAX_MODEL_LEN,
+                                         "tokens": list(range(len(words)))})
 
     async def stream(self, receive, send, model: str, sc: Scenario, extra: list) -> None:
         frames = self.frames(model, sc)

@@ -166,6 +166,8 @@ ITEM_KINDS = {
             ),
         ),
         ItemKind("mcp_approval_request", ("id", "name", "server_label"), status_required=False),
+        ItemKind("compaction", ("id",), status_required=False,
+                 tolerated_events=("response.compaction.compacting",)),
     )
 }
 ALL_TOLERATED_EVENTS = frozenset(e for k in ITEM_KINDS.values() for e in k.tolerated_events)

@@ -51,6 +51,8 @@ OPENRESPONSES_EVENT_NAMES = {
 _NO_MCP = "Open Responses (spec 2026-04-24) has no MCP events; MCP is an OpenAI hosted-tool extension"
 # Event types we may emit that are validated by the openai model only, with the reason.
 OPENRESPONSES_UNVALIDATED_EVENTS = {
+    "response.compaction.compacting": (
+        "Open Responses (spec 2026-04-24) models the compaction item but no event announcing it"),
     "error": (
         "shapes differ: OpenAI's `error` event has code/message/param at top level, Open Responses "
         "nests them in an `error` object; we follow OpenAI (and PROTOCOL uses response.failed instead)"

@@ -1,11 +1,14 @@
 """Input and output items made readable: one uniform view per item, whatever its type.
 
-Known types (messages with their phase, reasoning, function and custom tool calls and
-outputs, MCP tool lists, calls and approvals) get a title and labelled blocks; any other
-type shows its fields as JSON, so an item type added later still renders. Text is never marked safe: templates escape it.
+Known types (messages with their phase, reasoning, compactions, function and custom tool
+calls and outputs, MCP tool lists, calls and approvals) get a title and labelled blocks; any
+other type shows its fields as JSON, so an item type added later still renders. Text is
+never marked safe: templates escape it.
 """
 import json
 from dataclasses import dataclass, field
+
+from ..context.compaction_items import summary_of
 
 MAX_BLOCK_CHARS = 20_000
 
@@ -82,6 +85,18 @@ def _reasoning(item: dict) -> ItemView:
     return ItemView(type="reasoning", title="reasoning", kind="reasoning", blocks=blocks)
 
 
+def _compaction(item: dict) -> ItemView:
+    """A compaction: the summary it seals, opened for the admin's staff only (the browser's
+    views check the admin permission); the client only ever sees the token."""
+    summary = summary_of(item)
+    if summary is None:
+        block = Block("summary", "(not readable here: sealed elsewhere or under an older "
+                                 "SECRET_KEY)", "error")
+    else:
+        block = _block("summary (replaces the conversation before it)", summary)
+    return ItemView(type="compaction", title="compaction", kind="reasoning", blocks=[block])
+
+
 def _function_call(item: dict) -> ItemView:
     return ItemView(type="function_call", title=f"function call {item.get('name', '')}",
                     kind="call", meta=[("call_id", item.get("call_id") or "")],
@@ -153,6 +168,7 @@ def _other(item: dict) -> ItemView:
 DESCRIBERS = {
     "message": _message,
     "reasoning": _reasoning,
+    "compaction": _compaction,
     "function_call": _function_call,
     "function_call_output": _function_call_output,
     "custom_tool_call": _custom_tool_call,

@@ -24,8 +24,10 @@ from ..ids import new_id
 from ..reasoning_token import seal
 from ..translation.phase import phase_wanted
 from ..translation.sse import EventStamper
-from ..translation.state_machine import ResponseTranslator, TranslatorOptions
+from ..translation.compaction_events import CompactingTranslator
+from ..translation.state_machine import TranslatorOptions
 from .run_claim import Claim, RunNotClaimed
+from .run_context import fitted_body
 from .upstream import UpstreamRejected, UpstreamStreamFailed, open_chat_stream
 from .upstream_span import chat_span
 
@@ -55,7 +57,7 @@ class Streaming:
         self.job, self.route, self.mcp_plan, self.claim = job, route, mcp_plan, claim
         self.writer = claim.gate(event_bus().writer(job.id))
         reasoning = job.resource.get("reasoning") or {}
-        self.translator = ResponseTranslator(job.resource, TranslatorOptions(
+        self.translator = CompactingTranslator(job.resource, TranslatorOptions(
             ids=new_id,
             reasoning_as_summary=bool(reasoning.get("summary")),
             include_logprobs="message.output_text.logprobs" in job.include,
@@ -125,6 +127,8 @@ class Streaming:
         if not self.started:
             await self.emit(self.translator.start())
         code = "rate_limit_exceeded" if rejected.status == 429 else "server_error"
+        if rejected.body["error"]["code"] == "context_length_exceeded":  # run_context.py
+            code = "context_length_exceeded"
         return Ending("finished", self.translator.fail(code, rejected.body["error"]["message"]))
 
     async def _crashed(self) -> Ending:
@@ -138,7 +142,7 @@ class Streaming:
     async def _turns(self) -> None:
         """The upstream turns of one response, up to (not including) its end: one turn, or
         with MCP tools, turns until the model stops calling them."""
-        body = self.job.chat.body
+        body = await fitted_body(self)
         tools = None
         if self.mcp_plan is not None:
             tools = McpToolLoop(self.mcp_plan, self.job, self.translator, self.emit)
