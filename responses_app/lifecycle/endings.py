@@ -48,6 +48,7 @@ def fail_orphan(response_id: str) -> bool:
     if row is None:
         return False
     retained = event_bus().read_retained(response_id)
+    seen = len(retained.entries) if retained else 0
     entries = [entry for entry in (retained.entries if retained else ()) if entry.error is None]
     published = [event_of_block(block) for entry in entries
                  for block in split_blocks(entry.data)]
@@ -65,16 +66,18 @@ def fail_orphan(response_id: str) -> bool:
     if stamper.next_sequence_number == 0:  # it never started: say whose failure it is
         closing = [{"type": "response.created", "response": {**resource, "status": "in_progress",
                                                             "error": None, "output": []}}]
-    _settled_and_ended(row, stamper, closing + [{"type": "response.failed", "response": resource}])
+    _settled_and_ended(row, stamper, closing + [{"type": "response.failed", "response": resource}],
+                       seen)
     log.warning("run %s failed: its worker stopped", response_id)
     return True
 
 
-def _settled_and_ended(row: StoredResponse, stamper: EventStamper, events: list) -> None:
+def _settled_and_ended(row: StoredResponse, stamper: EventStamper, events: list,
+                       seen: int | None = None) -> None:
     """Give back the run's slot and token estimate now (not when the lease lapses), and end
-    its event stream with `events`."""
+    its event stream with `events` (if it still holds the `seen` entries read)."""
     settle(row.tenant_id, row.request.get("context") or {}, 0)
-    if not event_bus().append_now(row.id, stamped_entry(stamper, events, end=True)):
+    if not event_bus().append_now(row.id, stamped_entry(stamper, events, end=True), seen):
         log.warning("run %s: its event stream refused the end", row.id)
 
 
