@@ -17,8 +17,8 @@ In-process use::
     up = FakeUpstream().start()      # port 0 -> ephemeral; up.base_url == "http://127.0.0.1:<port>/v1"
     ...; up.requests(); up.stats(); up.clear(); up.stop()
 
-Separate process: ``python -m tests.fake_upstream --port 8901 [--no-record]`` prints
-``READY <port>`` once listening.
+Separate process: ``python -m tests.fake_upstream --port 8901 [--host ADDR] [--no-record]``
+prints ``READY <port>`` once listening (on 127.0.0.1, or ADDR: a test host's address).
 """
 
 from __future__ import annotations
@@ -245,12 +245,12 @@ def _config(app: FakeUpstreamApp, **kw) -> uvicorn.Config:
     return config
 
 
-def _bind(port: int) -> socket.socket:
+def _bind(port: int, host: str = "127.0.0.1") -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     # no Nagle: a paced stream is many small writes (accepted sockets inherit this)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind(("127.0.0.1", port))
+    sock.bind((host, port))
     return sock
 
 
@@ -317,9 +317,10 @@ class FakeUpstream:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8901)
+    parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--no-record", action="store_true", help="do not keep a request log (benchmark mode)")
     args = parser.parse_args(argv)
-    sock = _bind(args.port)
+    sock = _bind(args.port, args.host)
     server = uvicorn.Server(_config(FakeUpstreamApp(record=not args.no_record)))
 
     async def run() -> None:

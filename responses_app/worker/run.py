@@ -111,10 +111,11 @@ async def _storing(job: RunJob, streaming: Streaming, ending: Ending,
                                                   rejected.headers))
     elif ending.kind == "finished":
         stored = await _stored(job, ending)
-        await _ended(observed)
-        if not stored:  # the watchdog failed it meanwhile and ended its stream
+        if not stored:  # the watchdog failed it meanwhile, ended its stream, settled it
             log.warning("run %s ended after it was given up; its result is dropped", job.id)
+            observed.ending = Ending("fenced")
             return
+        await _ended(observed)
         await streaming.writer.append(stamped_entry(streaming.stamper, ending.closing,
                                                     end=True))
 
