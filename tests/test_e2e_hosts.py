@@ -16,6 +16,7 @@ from tests.hosts_cluster import Cluster
 from tests.invariants import check_stream
 from tests.netns import Network, namespaces_available
 from tests.sse import parse_sse
+from tests.test_e2e_delivery import bounded
 from tests.test_e2e_durable import EventReader, bench_text, deltas, wait_for
 
 WORKER_LOST = {"code": "server_error", "message": (
@@ -36,7 +37,7 @@ def cluster(tmp_path_factory):
 
 def stream(cluster, web, body: dict) -> tuple[list[dict], bool]:
     with cluster.client(web) as http, http.stream("POST", "/responses", json=body) as answer:
-        reader = EventReader(answer)
+        reader = bounded(EventReader(answer))
         return reader.read_to_end(), reader.done
 
 
@@ -80,14 +81,14 @@ def test_two_web_and_two_worker_hosts_serve_a_load_and_resume_on_either(cluster)
     first_web, second_web = cluster.webs  # live: resumed on the other web host mid-run
     with cluster.client(first_web) as http, http.stream("POST", "/responses", json={
             "model": "bench-60-40", "input": "live resume", "stream": True}) as answer:
-        first = EventReader(answer)
+        first = bounded(EventReader(answer))
         first.read_until(lambda e: len(deltas(first.events)) >= 5)
         seen = first.events[-1]["sequence_number"]
         response_id = first.events[0]["response"]["id"]
         with cluster.client(second_web) as other, other.stream(
                 "GET", f"/responses/{response_id}",
                 params={"stream": "true", "starting_after": seen}) as resumed_answer:
-            resumed = EventReader(resumed_answer).read_to_end()
+            resumed = bounded(EventReader(resumed_answer)).read_to_end()
         whole = first.read_to_end()
     assert first.events[:seen + 1] + resumed == whole
     assert check_stream(whole)["output"][0]["content"][0]["text"] == bench_text(60)
@@ -152,7 +153,7 @@ def test_a_web_host_cut_off_from_redis_ends_its_streams_cleanly(cluster):
     cut_web, other_web = cluster.webs
     with cluster.client(cut_web) as http, http.stream("POST", "/responses", json={
             "model": "bench-100-50", "input": "web cut", "stream": True}) as answer:
-        before = EventReader(answer)
+        before = bounded(EventReader(answer))
         before.read_until(lambda e: len(deltas(before.events)) >= 5)
         cut_web.cut("back")
         try:
@@ -165,7 +166,7 @@ def test_a_web_host_cut_off_from_redis_ends_its_streams_cleanly(cluster):
     with cluster.client(other_web) as other, other.stream(
             "GET", f"/responses/{response_id}",
             params={"stream": "true", "starting_after": seen}) as answer:
-        after = EventReader(answer)
+        after = bounded(EventReader(answer))
         after.read_to_end()
     assert after.done
     final = check_stream(before.events + after.events)

@@ -25,7 +25,7 @@ from django.conf import settings
 from redis.exceptions import RedisError
 
 from ..jobs import RUN_QUEUE_KEY, job_of_message
-from ..run_delivery import CONSUMERS_KEY, RECLAIM_SCRIPT, give_back_args, processing_key
+from ..run_delivery import RECLAIM_SCRIPT, give_back_args, processing_key
 from .heartbeat import worker_id
 from .loop import run_loop
 from .run import run_response
@@ -93,12 +93,10 @@ class RunConsumer:
                 await client.aclose()
 
     async def _take(self, client) -> bytes | None:
-        """The next message, moved onto this worker's processing list; the worker is among
-        the consumers before it holds it (one round trip for both)."""
-        pipe = client.pipeline(transaction=False)
-        pipe.sadd(CONSUMERS_KEY, worker_id())
-        pipe.blmove(RUN_QUEUE_KEY, self.processing, POP_TIMEOUT_SECONDS, "RIGHT", "LEFT")
-        return (await pipe.execute())[1]
+        """The next message, moved onto this worker's processing list (the worker is a
+        registered consumer: its heartbeat registered it before the consumer started)."""
+        return await client.blmove(RUN_QUEUE_KEY, self.processing, POP_TIMEOUT_SECONDS,
+                                   "RIGHT", "LEFT")
 
     async def _run(self, message: bytes, free: asyncio.Semaphore) -> None:
         try:
