@@ -41,6 +41,9 @@ async def move(client, runs: int, batch: int) -> None:
             await client.lrem("gw:processing:w", 1, message)
 
 
+VARIANTS = (("pop", pop, "1 + 1/batch"), ("move", move, "2 + 1/batch"))
+
+
 def measure(url: str, variant, runs: int, batch: int) -> tuple[float, float]:
     """(client µs, server µs) per run."""
     sync = redis.Redis.from_url(url)
@@ -71,7 +74,7 @@ def main() -> None:
     try:
         print("variant  round trips/run  client µs/run  redis µs/run")
         for round_number in range(args.rounds):
-            for name, variant, trips in (("pop", pop, "1 + 1/batch"), ("move", move, "2 + 1/batch")):
+            for name, variant, trips in VARIANTS:
                 client_us, server_us = measure(url + "/0", variant, args.runs, args.batch)
                 print(f"{name:7}  {trips:15}  {client_us:13.1f}  {server_us:12.1f}")
     finally:

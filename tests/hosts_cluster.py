@@ -17,7 +17,7 @@ import psycopg
 import redis
 
 from tests.netns import Host, Network
-from tests.servers import BIN, PYTHON, ROOT
+from tests.servers import BIN, PYTHON, ROOT, manage
 from tests.throwaway_services import _postgres_bin, _postgres_user, redis_server_binary
 
 WEB_PORT, UPSTREAM_PORT, POSTGRES_PORT, REDIS_PORT = 8000, 8901, 5432, 6379
@@ -126,11 +126,7 @@ class Cluster:
             "--dir", str(self.workdir)], port=(address, REDIS_PORT))
 
     def manage(self, *args: str) -> str:
-        done = subprocess.run([PYTHON, "manage.py", *args], cwd=ROOT, env=self.env,
-                              capture_output=True, text=True, timeout=120)
-        if done.returncode != 0:
-            raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
-        return done.stdout
+        return manage(self.env, *args)
 
     # --- what the test talks to --------------------------------------------------------------
     def client(self, web: Host) -> httpx.Client:

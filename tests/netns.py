@@ -18,6 +18,8 @@ import signal
 import subprocess
 from pathlib import Path
 
+from tests.servers import terminate
+
 SUBNET = "10.213.{}"
 
 
@@ -76,16 +78,12 @@ class Host:
         ip("-n", self.network.switch, "link", "set", self.port(segment), "up")
 
     def stop(self) -> None:
-        """Stop this host's processes: SIGTERM, SIGKILL after 10 s, then anything left."""
+        """Stop this host's processes: SIGTERM, SIGKILL after 15 s, then anything left."""
         for process in self.processes:
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
         for process in self.processes:
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            terminate(process)
         left = subprocess.run(["ip", "netns", "pids", self.namespace], capture_output=True,
                               text=True, timeout=30).stdout.split()
         for pid in left:  # children of what was started (PostgreSQL's backends)
