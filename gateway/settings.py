@@ -10,6 +10,7 @@ from pathlib import Path
 import environ
 
 from gateway import embedded_postgres
+from observability import tracing
 from observability.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -37,6 +38,7 @@ INSTALLED_APPS = [
     "accounting",
     "observability",
     "upstreams",
+    "client_checks",
     "api_schema",
 ]
 
@@ -131,8 +133,13 @@ UPSTREAM_CONNECT_TIMEOUT = env.float("UPSTREAM_CONNECT_TIMEOUT", default=10.0)
 # No byte from the upstream for this long fails the run with `request_timeout`.
 UPSTREAM_TIMEOUT = env.float("UPSTREAM_TIMEOUT", default=120.0)
 UPSTREAM_MAX_TOKENS_PARAM = env.str("UPSTREAM_MAX_TOKENS_PARAM", default="max_completion_tokens")
+# Merge consecutive user messages into one, for chat templates that insist on alternation.
+UPSTREAM_MERGE_USER_MESSAGES = env.bool("UPSTREAM_MERGE_USER_MESSAGES", default=False)
 # Comma-separated model names for GET /v1/models; empty asks the upstream's /models.
 GATEWAY_MODELS = env.list("GATEWAY_MODELS", default=[])
+# Models whose output messages carry `phase` (commentary / final_answer), as OpenAI's
+# phase-trained models' do: comma-separated shell-style patterns, `*` for every model.
+OUTPUT_PHASE_MODELS = env.list("OUTPUT_PHASE_MODELS", default=[])
 # --- upstream routing (upstreams/): routes from the admin, the values above as the default
 # Fernet keys for upstream API keys at rest, comma-separated: the first encrypts, all
 # decrypt. Empty: a key derived from SECRET_KEY.
@@ -238,6 +245,7 @@ RUN_SLOT_LEASE_MARGIN_SECONDS = env.int("RUN_SLOT_LEASE_MARGIN_SECONDS", default
 
 LOGGING = logging_config(level=env.str("LOG_LEVEL", default="INFO"),
                          library_level=env.str("LIBRARY_LOG_LEVEL", default="WARNING"),
-                         json=env.str("LOG_FORMAT", default="json") == "json")
+                         json=env.str("LOG_FORMAT", default="json") == "json",
+                         trace_ids=tracing.ENABLED)
 
 CSRF_FAILURE_VIEW = "responses_app.api.views.csrf_failure"

@@ -10,6 +10,8 @@ message at least once (run_delivery.py); the embedded runner also has `resend(re
 """
 from functools import lru_cache
 
+from observability import tracing
+
 from . import backends
 from .jobs import RUN_QUEUE_KEY, Job
 
@@ -26,4 +28,4 @@ class RunQueue:
     async def send(self, job: Job) -> None:
         from .redis_client import async_redis
 
-        await async_redis().lpush(RUN_QUEUE_KEY, job.message())
+        await async_redis().lpush(RUN_QUEUE_KEY, job.message(tracing.carrier()))

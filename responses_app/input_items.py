@@ -8,10 +8,12 @@ and roles the builders use.
 from mcp_tools.request_spec import MCP_ITEM_BUILDERS
 
 from .create_fields import required_string
+from .custom_tool_items import CUSTOM_ITEM_BUILDERS
 from .errors import InvalidRequest
 from .ids import new_id
 
 MESSAGE_ROLES = ("user", "assistant", "system", "developer")
+PHASES = ("commentary", "final_answer")
 
 
 def normalize_input(value, param: str = "input") -> list[dict]:
@@ -52,8 +54,16 @@ def _message(item, param) -> dict:
     else:
         raise InvalidRequest(f"'{param}.content' must be a string or a list of parts.",
                              param=f"{param}.content", code="invalid_type")
-    return {"id": _client_id(item, "msg"), "type": "message", "role": role, "content": parts,
-            "status": "completed"}
+    message = {"id": _client_id(item, "msg"), "type": "message", "role": role,
+               "content": parts, "status": "completed"}
+    phase = item.get("phase")
+    if phase is not None:
+        if role != "assistant" or phase not in PHASES:
+            raise InvalidRequest(f"Invalid value for '{param}.phase': only an assistant message "
+                                 f"has a phase, one of {list(PHASES)}.", param=f"{param}.phase",
+                                 code="invalid_value")
+        message["phase"] = phase
+    return message
 
 
 def _text_part(part_type, text):
@@ -134,6 +144,7 @@ ITEM_BUILDERS = {
     "item_reference": _item_reference,
     "reasoning": _reasoning_item,
     **MCP_ITEM_BUILDERS,
+    **CUSTOM_ITEM_BUILDERS,
 }
 
 

@@ -21,7 +21,7 @@ worker running the message again cannot both call it.
 import logging
 import time
 
-from .jobs import RUN_QUEUE_KEY, parse_run_message, run_message
+from .jobs import RUN_QUEUE_KEY, job_of_message, run_message
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +61,9 @@ def processing_key(worker: str) -> str:
 
 
 def resent_form(message: bytes) -> bytes:
-    """The message as it goes back to the queue: its response id only."""
-    return run_message(parse_run_message(message)[0])
+    """The message as it goes back to the queue: its response id (and trace context) only."""
+    response_id, _, trace = job_of_message(message)
+    return run_message(response_id, None, trace)
 
 
 def give_back_args(worker: str, messages: list[bytes],

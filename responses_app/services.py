@@ -22,6 +22,7 @@ from .item_references import resolve_item_references
 from .jobs import Job
 from .models import TERMINAL_STATUSES, ResponseStatus, StoredResponse, Tenant
 from .reasoning_token import open_sealed
+from .tool_outputs import check_tool_outputs
 from .translation.resource import new_response_resource
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ def response_prepare(tenant: Tenant, create: CreateRequest,
     if create.conversation_id:
         conversation_check_input(tenant, create.conversation_id, create.input_items)
     input_items = [_unsealed(item) for item in resolve_item_references(tenant, create)]
+    check_tool_outputs(tenant, create, input_items)
     created_at = time.time()
     response_id = new_id("resp")
     mcp_request_prepare(tenant, create, response_id)

@@ -17,8 +17,9 @@ In-process use::
     up = FakeUpstream().start()      # port 0 -> ephemeral; up.base_url == "http://127.0.0.1:<port>/v1"
     ...; up.requests(); up.stats(); up.clear(); up.stop()
 
-Separate process: ``python -m tests.fake_upstream --port 8901 [--host ADDR] [--no-record]``
-prints ``READY <port>`` once listening (on 127.0.0.1, or ADDR: a test host's address).
+Separate process: ``python -m tests.fake_upstream --port 8901 [--no-record] [--host H]``
+prints ``READY <port>`` once listening (on 127.0.0.1 unless ``--host`` says otherwise: the
+compose check runs it in a container of its own).
 """
 
 from __future__ import annotations
@@ -317,8 +318,8 @@ class FakeUpstream:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8901)
-    parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--no-record", action="store_true", help="do not keep a request log (benchmark mode)")
+    parser.add_argument("--host", default="127.0.0.1")
     args = parser.parse_args(argv)
     sock = _bind(args.port, args.host)
     server = uvicorn.Server(_config(FakeUpstreamApp(record=not args.no_record)))

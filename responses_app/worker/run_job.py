@@ -1,14 +1,18 @@
 """What a run works from: its job (jobs.Job, as claimed or as its message carried it) with
 the history it continues and the chat request built from them."""
+import logging
 from dataclasses import dataclass, field, fields
 
 from django.conf import settings
 
 from conversations.items import conversation_items
+from observability import metrics
 
 from ..history import chain_items
 from ..jobs import Job
 from ..translation.chat_request import ChatRequest, build_chat_request
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -46,6 +50,10 @@ def prepared(job: Job) -> RunJob:
         model=job.model, instructions=job.request.get("instructions"), items=items,
         params=job.request["params"], include=job.request["include"],
         max_tokens_param=settings.UPSTREAM_MAX_TOKENS_PARAM,
+        merge_user_messages=settings.UPSTREAM_MERGE_USER_MESSAGES,
     )
+    for repair in chat.repairs:
+        log.debug("response %s: history repair %s", job.id, repair)
+        metrics.HISTORY_REPAIRS.labels(repair).inc()
     return RunJob(**{f.name: getattr(job, f.name) for f in fields(Job)}, chat=chat,
                   items=items, input_count=len(job.input_items))

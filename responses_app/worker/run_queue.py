@@ -24,6 +24,8 @@ import redis.asyncio as aioredis
 from django.conf import settings
 from redis.exceptions import RedisError
 
+from observability import tracing
+
 from ..jobs import RUN_QUEUE_KEY, job_of_message
 from ..run_delivery import RECLAIM_SCRIPT, give_back_args, processing_key
 from .heartbeat import worker_id
@@ -100,8 +102,10 @@ class RunConsumer:
 
     async def _run(self, message: bytes, free: asyncio.Semaphore) -> None:
         try:
-            response_id, job = job_of_message(message)
-            await run_response(response_id, job, lambda settled: self._settled(message, settled))
+            response_id, job, trace = job_of_message(message)
+            with tracing.continued(trace, "run", {"gateway.response.id": response_id}):
+                await run_response(response_id, job,
+                                   lambda settled: self._settled(message, settled))
         except Exception:
             log.exception("run %r crashed", message[:100])
         finally:
