@@ -10,7 +10,8 @@ heartbeat back onto the queue (RECLAIM_SCRIPT), and a live worker runs it, withi
 heartbeat's TTL and a watchdog interval. A run is still never generated twice: the claim
 is one conditional UPDATE (lifecycle.claim).
 
-A consumer leaves the set only once its list is empty and it has not registered for
+A worker stopping cleanly gives back what it still holds and leaves the set. The watchdog
+removes a dead consumer only once its list is empty and it has not registered for
 FORGET_CONSUMER_SECONDS: a worker the watchdog took for dead while it still ran (its
 heartbeat late) stays known, so whatever it takes afterwards is found if it then dies.
 

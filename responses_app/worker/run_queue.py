@@ -19,6 +19,7 @@ import asyncio
 import logging
 import os
 import threading
+import time
 
 import redis.asyncio as aioredis
 from django.conf import settings
@@ -63,36 +64,43 @@ class RunConsumer:
         asyncio.run_coroutine_threadsafe(self._runs_ended(), run_loop()).result()
 
     async def _runs_ended(self) -> None:
+        """Wait for the runs in progress; then give back what this worker still holds and
+        leave the consumers (a worker stopping cleanly leaves nothing to the watchdog)."""
         if self.runs:
             await asyncio.wait(set(self.runs))
+        if self.client is None:
+            return
+        try:
+            messages = await self.client.lrange(self.processing, 0, -1)
+            keys, args = give_back_args(worker_id(), messages, time.time() + 1)
+            await self.give_back(keys=keys, args=args)
+        except RedisError as exc:  # Redis away: the watchdog gives them back later
+            log.warning("run queue: could not leave the consumers: %s", exc)
+        finally:
             await self.client.aclose()
 
     async def _consume(self) -> None:
         free = asyncio.Semaphore(self.concurrency)
-        self.client = client = aioredis.Redis.from_url(
+        self.client = client = aioredis.Redis.from_url(  # closed by _runs_ended
             settings.REDIS_URL, socket_connect_timeout=5, socket_timeout=POP_TIMEOUT_SECONDS + 5)
         self.give_back = client.register_script(RECLAIM_SCRIPT)
-        try:
-            while not self.stopping.is_set():
-                await free.acquire()  # fewer than `concurrency` runs in progress
-                try:
-                    message = await self._take(client)
-                except RedisError as exc:  # Redis away: try again shortly
-                    free.release()
-                    log.warning("run queue unavailable: %s", exc)
-                    await asyncio.sleep(1.0)
-                    continue
-                if message is None:
-                    free.release()
-                    continue
-                if os.environ.get("RUN_QUEUE_STOP_BEFORE_CLAIM") == "1":
-                    await asyncio.Event().wait()  # tests: killed here, holding the message
-                task = asyncio.ensure_future(self._run(message, free))
-                self.runs.add(task)
-                task.add_done_callback(self.runs.discard)
-        finally:
-            if not self.runs:
-                await client.aclose()
+        while not self.stopping.is_set():
+            await free.acquire()  # fewer than `concurrency` runs in progress
+            try:
+                message = await self._take(client)
+            except RedisError as exc:  # Redis away: try again shortly
+                free.release()
+                log.warning("run queue unavailable: %s", exc)
+                await asyncio.sleep(1.0)
+                continue
+            if message is None:
+                free.release()
+                continue
+            if os.environ.get("RUN_QUEUE_STOP_BEFORE_CLAIM") == "1":
+                await asyncio.Event().wait()  # tests: killed here, holding the message
+            task = asyncio.ensure_future(self._run(message, free))
+            self.runs.add(task)
+            task.add_done_callback(self.runs.discard)
 
     async def _take(self, client) -> bytes | None:
         """The next message, moved onto this worker's processing list (the worker is a
