@@ -179,11 +179,10 @@ RUN_DEADLINE_SECONDS = env.int("RUN_DEADLINE_SECONDS", default=3600)
 # POST /cancel waits this long for a running response to stop and store what it produced.
 CANCEL_WAIT_SECONDS = env.float("CANCEL_WAIT_SECONDS", default=5.0)
 # Workers refresh a heartbeat (TTL below) a few times per TTL; every WATCHDOG_INTERVAL one
-# process fails the runs of workers whose heartbeat expired, and sends again the runs that
-# stayed queued for QUEUED_REDISPATCH_SECONDS (their message died with a worker).
+# process fails the runs of workers whose heartbeat expired, and gives back to the run
+# queue the messages they had taken and not claimed (responses_app/run_delivery.py).
 WORKER_HEARTBEAT_TTL_SECONDS = env.float("WORKER_HEARTBEAT_TTL_SECONDS", default=15.0)
 WATCHDOG_INTERVAL_SECONDS = env.float("WATCHDOG_INTERVAL_SECONDS", default=5.0)
-QUEUED_REDISPATCH_SECONDS = env.float("QUEUED_REDISPATCH_SECONDS", default=60.0)
 
 # Stored responses older than this many days are deleted (with their events) by a periodic
 # task of `celery beat`, every RETENTION_PRUNE_INTERVAL_SECONDS; 0 keeps them forever.
