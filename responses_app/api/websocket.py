@@ -1,14 +1,175 @@
-"""The WebSocket front door of /v1/responses. Not built yet: every handshake is refused
-(HTTP 403), never a 500.
+"""The WebSocket front door of /v1/responses (OpenAI's WebSocket mode): a Channels consumer
+on the web process, routed in gateway/asgi.py.
 
-A WebSocket consumer (a Channels consumer, routed in gateway/asgi.py) takes its frames
-through the same steps as the HTTP views in stream_views.py: streaming.create (API key,
-admission, validation, the row and the run, the subscription), streaming.follow and
-streaming.cancel_abandoned, and the subscription's entries as relay.py reads them.
+The handshake's `Authorization: Bearer` header authenticates the socket with the same API
+keys as HTTP; each `response.create` frame is then admitted (rate limits, quotas), counted
+and logged as a request of its own, with its own request id (socket_turn.py). Responses on
+one socket run one after another, in the order their frames arrived (FIFO, as OpenAI
+processes one lane); frames waiting behind the running one are bounded
+(WEBSOCKET_MAX_QUEUED). Bad frames get an `error` frame and the socket stays usable;
+an unknown or revoked key and an exhausted quota close it (1008, after the error frame).
+A socket lives at most WEBSOCKET_MAX_AGE_SECONDS (then `websocket_connection_limit_reached`)
+and is closed after WEBSOCKET_IDLE_SECONDS without a frame or a running response; Daphne
+pings it meanwhile (its --ping-interval). A socket that closes stops its running
+`store: false` response (nobody can read the rest); a `store: true` one goes on and is stored.
 """
+import asyncio
+import logging
+from collections import deque
+
+import orjson
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+
+from accounting.ratelimit import QuotaExceeded
+
+from ..auth import resolve_api_key
+from ..db_threads import run_db
+from ..errors import (APIError, AuthenticationError, BodyTooLarge, InvalidRequest, ServerError,
+                      as_api_error)
+from .socket_state import SocketState
+from .socket_turn import Turn, api_error_frame, error_frame
+
+log = logging.getLogger(__name__)
+
+POLICY_VIOLATION = 1008  # RFC 6455: an unknown or revoked key, an exhausted quota
+NORMAL_CLOSURE = 1000  # the socket's age limit or idle timeout
+GOING_AWAY = 1001  # the server is shutting down
+
+
+class ResponsesSocket(AsyncWebsocketConsumer):
+    async def connect(self):
+        headers = dict(self.scope.get("headers") or ())
+        self.authorization = (headers.get(b"authorization") or b"").decode("latin-1") or None
+        self.queue, self.turn, self.worker, self.timer = deque(), None, None, None
+        self.closing = False
+        await self.accept()
+        try:
+            principal = await run_db(resolve_api_key, self.authorization)
+        except APIError as exc:
+            await self.send_text(api_error_frame(exc))
+            await self.end(POLICY_VIOLATION)
+            return
+        self.state = SocketState(principal.tenant.id)
+        loop = asyncio.get_running_loop()
+        self.deadline = loop.time() + settings.WEBSOCKET_MAX_AGE_SECONDS
+        self.last_active = loop.time()
+        self.timer = asyncio.ensure_future(self._watch_limits())
+
+    async def receive(self, text_data=None, bytes_data=None):
+        if self.closing or self.timer is None:
+            return
+        self.last_active = asyncio.get_running_loop().time()
+        try:
+            frame = self._frame(text_data if text_data is not None else bytes_data)
+        except APIError as exc:
+            await self.send_text(api_error_frame(exc))
+            return
+        if len(self.queue) >= settings.WEBSOCKET_MAX_QUEUED:
+            await self.send_text(api_error_frame(InvalidRequest(
+                f"Too many response.create events waiting on this socket (at most "
+                f"{settings.WEBSOCKET_MAX_QUEUED}); wait for a response to end.",
+                code="too_many_queued_requests")))
+            return
+        self.queue.append(frame)
+        if self.worker is None or self.worker.done():
+            self.worker = asyncio.ensure_future(self._work())
+
+    def _frame(self, data) -> dict:
+        """A client event: a `response.create` frame as a dict, or an APIError."""
+        if len(data) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+            raise BodyTooLarge("The event is larger than this server accepts.")
+        try:
+            frame = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise InvalidRequest(f"We could not parse the JSON of your event: {exc}.",
+                                 code="invalid_json") from None
+        if not isinstance(frame, dict):
+            raise InvalidRequest("An event must be a JSON object.", code="invalid_type")
+        kind = frame.get("type")
+        if kind != "response.create":
+            raise InvalidRequest(f"Unsupported event type {kind!r}: this server accepts "
+                                 "'response.create'.", param="type", code="invalid_value")
+        return frame
+
+    async def _work(self) -> None:
+        """Run the queued responses, one after another."""
+        while self.queue and not self.closing:
+            self.turn = Turn(self, self.state, self.queue.popleft())
+            try:
+                await self.turn.run()
+            except Exception as exc:
+                error = as_api_error(exc)
+                if error is None:
+                    log.exception("websocket turn failed")
+                    error = ServerError("The server had an error while processing your request.")
+                await self.send_text(api_error_frame(error))
+            finally:
+                self.turn = None
+                self.last_active = asyncio.get_running_loop().time()
+
+    async def _watch_limits(self) -> None:
+        """Close the socket at its age limit, or when idle too long."""
+        loop = asyncio.get_running_loop()
+        while not self.closing:
+            now = loop.time()
+            busy = self.turn is not None or self.queue
+            if now >= self.deadline and not busy:
+                await self.send_text(error_frame(400, {"error": {
+                    "type": "invalid_request_error", "param": None,
+                    "code": "websocket_connection_limit_reached",
+                    "message": "Responses websocket connection limit reached "
+                               f"({settings.WEBSOCKET_MAX_AGE_SECONDS:g} seconds). Create a "
+                               "new websocket connection to continue."}}))
+                await self.end(NORMAL_CLOSURE)
+                return
+            idle_until = self.last_active + settings.WEBSOCKET_IDLE_SECONDS
+            if not busy and now >= idle_until:
+                await self.end(NORMAL_CLOSURE)
+                return
+            wake = self.deadline if busy else min(self.deadline, idle_until)
+            await asyncio.sleep(max(0.05, min(wake - now, 1.0)))
+
+    async def refused(self, exc: APIError) -> None:
+        """A turn's error: an unusable key or an exhausted quota closes the socket."""
+        if isinstance(exc, (AuthenticationError, QuotaExceeded)):
+            await self.end(POLICY_VIOLATION)
+
+    async def send_text(self, text: str) -> None:
+        if not self.closing:
+            await self.send(text_data=text)
+
+    async def end(self, code: int) -> None:
+        if not self.closing:
+            self.closing = True
+            await self.close(code)
+
+    async def disconnect(self, code):
+        self.closing = True
+        for task in (self.timer, self.worker):
+            if task is not None and not task.done():
+                task.cancel()
+        turn = self.turn
+        if turn is not None:
+            stopping = turn.cancel_if_unstored()
+            if stopping is not None:
+                await stopping
 
 
 async def refuse_websocket(scope, receive, send):
+    """Any other WebSocket path: the handshake is refused (HTTP 403)."""
     message = await receive()
     if message["type"] == "websocket.connect":
-        await send({"type": "websocket.close", "code": 1008})
+        await send({"type": "websocket.close", "code": POLICY_VIOLATION})
+
+
+def websocket_application():
+    """The ASGI app of every WebSocket: /v1/responses is WebSocket mode, others are refused."""
+    responses_socket = ResponsesSocket.as_asgi()
+
+    async def application(scope, receive, send):
+        if scope["path"].rstrip("/") == "/v1/responses":
+            return await responses_socket(scope, receive, send)
+        return await refuse_websocket(scope, receive, send)
+
+    return application

@@ -35,9 +35,11 @@ class RunJob(Job):
 
 def prepared(job: Job) -> RunJob:
     """The run's job with its history and chat request; reads the history of a chain or a
-    conversation (database), if it continues one."""
+    conversation (database), if it continues one and its request does not carry it."""
     items = []
-    if job.previous_response_id:
+    if "history" in job.request:  # supplied by the front door (a WebSocket's last response)
+        items = list(job.request["history"])
+    elif job.previous_response_id:
         items = chain_items(job.tenant_id, job.previous_response_id) or []
     elif job.conversation_id:
         items = conversation_items(job.conversation_id)
