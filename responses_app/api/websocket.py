@@ -7,7 +7,8 @@ and logged as a request of its own, with its own request id (socket_turn.py). Re
 one socket run one after another, in the order their frames arrived (FIFO, as OpenAI
 processes one lane); frames waiting behind the running one are bounded
 (WEBSOCKET_MAX_QUEUED). Bad frames get an `error` frame and the socket stays usable;
-an unknown or revoked key and an exhausted quota close it (1008, after the error frame).
+an unknown or revoked key and an exhausted quota close it after the error frame (close
+codes 4401 and 4429).
 A socket lives at most WEBSOCKET_MAX_AGE_SECONDS (then `websocket_connection_limit_reached`)
 and is closed after WEBSOCKET_IDLE_SECONDS without a frame or a running response; Daphne
 pings it meanwhile (its --ping-interval). A socket that closes stops its running
@@ -19,6 +20,7 @@ from collections import deque
 
 import orjson
 from channels.generic.websocket import AsyncWebsocketConsumer
+from channels.consumer import get_handler_name
 from django.conf import settings
 
 from accounting.ratelimit import QuotaExceeded
@@ -32,12 +34,22 @@ from .socket_turn import Turn, api_error_frame, error_frame
 
 log = logging.getLogger(__name__)
 
-POLICY_VIOLATION = 1008  # RFC 6455: an unknown or revoked key, an exhausted quota
+# Close codes: 1000, or 4000 + the HTTP status of the reason (a server may send 1000 or
+# 3000-4999 only; RFC 6455's 1008 and 1001 are not for applications to send).
 NORMAL_CLOSURE = 1000  # the socket's age limit or idle timeout
-GOING_AWAY = 1001  # the server is shutting down
+BAD_KEY = 4401  # an unknown or revoked API key
+OVER_QUOTA = 4429  # the tenant's token budget is spent
 
 
 class ResponsesSocket(AsyncWebsocketConsumer):
+    async def dispatch(self, message):
+        """Channels' dispatch without its per-message hop to a thread to close old database
+        connections: nothing on this loop uses the ORM (database work goes to db_threads)."""
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
+
     async def connect(self):
         headers = dict(self.scope.get("headers") or ())
         self.authorization = (headers.get(b"authorization") or b"").decode("latin-1") or None
@@ -48,7 +60,7 @@ class ResponsesSocket(AsyncWebsocketConsumer):
             principal = await run_db(resolve_api_key, self.authorization)
         except APIError as exc:
             await self.send_text(api_error_frame(exc))
-            await self.end(POLICY_VIOLATION)
+            await self.end(BAD_KEY)
             return
         self.state = SocketState(principal.tenant.id)
         loop = asyncio.get_running_loop()
@@ -65,15 +77,15 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         except APIError as exc:
             await self.send_text(api_error_frame(exc))
             return
-        if len(self.queue) >= settings.WEBSOCKET_MAX_QUEUED:
+        if self.worker is None or self.worker.done():
+            self.worker = asyncio.ensure_future(self._work(frame))
+        elif len(self.queue) < settings.WEBSOCKET_MAX_QUEUED:
+            self.queue.append(frame)
+        else:
             await self.send_text(api_error_frame(InvalidRequest(
                 f"Too many response.create events waiting on this socket (at most "
                 f"{settings.WEBSOCKET_MAX_QUEUED}); wait for a response to end.",
                 code="too_many_queued_requests")))
-            return
-        self.queue.append(frame)
-        if self.worker is None or self.worker.done():
-            self.worker = asyncio.ensure_future(self._work())
 
     def _frame(self, data) -> dict:
         """A client event: a `response.create` frame as a dict, or an APIError."""
@@ -92,10 +104,10 @@ class ResponsesSocket(AsyncWebsocketConsumer):
                                  "'response.create'.", param="type", code="invalid_value")
         return frame
 
-    async def _work(self) -> None:
-        """Run the queued responses, one after another."""
-        while self.queue and not self.closing:
-            self.turn = Turn(self, self.state, self.queue.popleft())
+    async def _work(self, frame: dict) -> None:
+        """Run this frame's response, then the queued ones, one after another."""
+        while frame is not None and not self.closing:
+            self.turn = Turn(self, self.state, frame)
             try:
                 await self.turn.run()
             except Exception as exc:
@@ -107,13 +119,14 @@ class ResponsesSocket(AsyncWebsocketConsumer):
             finally:
                 self.turn = None
                 self.last_active = asyncio.get_running_loop().time()
+            frame = self.queue.popleft() if self.queue else None
 
     async def _watch_limits(self) -> None:
         """Close the socket at its age limit, or when idle too long."""
         loop = asyncio.get_running_loop()
         while not self.closing:
             now = loop.time()
-            busy = self.turn is not None or self.queue
+            busy = self.worker is not None and not self.worker.done()
             if now >= self.deadline and not busy:
                 await self.send_text(error_frame(400, {"error": {
                     "type": "invalid_request_error", "param": None,
@@ -132,8 +145,10 @@ class ResponsesSocket(AsyncWebsocketConsumer):
 
     async def refused(self, exc: APIError) -> None:
         """A turn's error: an unusable key or an exhausted quota closes the socket."""
-        if isinstance(exc, (AuthenticationError, QuotaExceeded)):
-            await self.end(POLICY_VIOLATION)
+        if isinstance(exc, AuthenticationError):
+            await self.end(BAD_KEY)
+        elif isinstance(exc, QuotaExceeded):
+            await self.end(OVER_QUOTA)
 
     async def send_text(self, text: str) -> None:
         if not self.closing:
@@ -160,7 +175,7 @@ async def refuse_websocket(scope, receive, send):
     """Any other WebSocket path: the handshake is refused (HTTP 403)."""
     message = await receive()
     if message["type"] == "websocket.connect":
-        await send({"type": "websocket.close", "code": POLICY_VIOLATION})
+        await send({"type": "websocket.close"})
 
 
 def websocket_application():
