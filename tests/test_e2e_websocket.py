@@ -8,8 +8,10 @@ import json
 import time
 
 import pytest
-from websockets.exceptions import ConnectionClosed
 
+from tests.invariants import check_stream
+from tests.oracles import validate_event
+from tests.test_e2e_durable import bench_text
 from tests.upstream_scenarios import SCENARIOS, render_messages, text_of
 from tests.websocket_client import checked_turn, error_turn, open_socket, read_turn, send
 
@@ -235,3 +237,48 @@ def _shape(final: dict) -> list:
         else:
             shaped.append({"type": item["type"], "text": item["content"][0]["text"]})
     return shaped
+
+
+# ---------------------------------------------------------------- streams (stream_id)
+
+
+def test_two_streams_interleave_and_stay_separate(ws, upstream):
+    held = f"bench-30-1-held3-mux{time.time_ns()}"  # "a" waits until "b" has ended
+    send(ws, model=held, store=False, input="a", stream_id="a")
+    by_stream, order = {"a": [json.loads(ws.recv(30))], "b": []}, ["a"]
+    send(ws, model="bench-30-1", store=False, input="b", stream_id="b")
+    while not all(events and events[-1]["type"] == "response.completed"
+                  for events in by_stream.values()):
+        frame = json.loads(ws.recv(30))
+        by_stream[frame["stream_id"]].append(frame)
+        order.append(frame["stream_id"])
+        if frame["stream_id"] == "b" and frame["type"] == "response.completed":
+            upstream.release(held)
+    assert order[0] == "a" and order[-1] == "a" and "b" in order  # b ran inside a
+    for events in by_stream.values():
+        for event in events:
+            validate_event(event)
+        final = check_stream(events)
+        assert final["output"][0]["content"][0]["text"] == bench_text(30)
+    assert by_stream["a"][0]["response"]["id"] != by_stream["b"][0]["response"]["id"]
+
+
+def test_a_stream_forks_another_streams_response(ws, clean_upstream):
+    send(ws, model="fake-echo", store=False, input="the code word is cobalt", stream_id="a")
+    parent = read_turn(ws)[-1]
+    assert parent["stream_id"] == "a"
+    send(ws, model="fake-echo", store=False, input="and the fork?", stream_id="b",
+         previous_response_id=parent["response"]["id"])
+    fork = read_turn(ws)
+    assert {frame["stream_id"] for frame in fork} == {"b"}
+    assert clean_upstream.requests()[-1]["body"]["messages"] == [
+        user("the code word is cobalt"),
+        {"role": "assistant", "content": text_output(parent["response"])},
+        user("and the fork?")]
+
+
+def test_a_bad_stream_id(ws):
+    assert error_turn(ws, model="fake-text", input="hi", stream_id=7) == {
+        "type": "error", "status": 400, "error": {
+            "type": "invalid_request_error", "code": "invalid_type", "param": "stream_id",
+            "message": "'stream_id' must be a non-empty string."}}

@@ -1,7 +1,8 @@
-"""A WebSocket's connection-local state: its most recent response, kept in memory so that a
-`store: false` chain continues on the same socket without the client resending history.
+"""A WebSocket's connection-local state: its most recent response (of each of its streams,
+`stream_id`), kept in memory so that a `store: false` chain continues on the same socket
+without the client resending history; a stream can fork another stream's last response.
 
-Only the last response is kept. One that was stored (`store: true`) is continued from the
+Only the last response of each stream is kept. One that was stored (`store: true`) is continued from the
 database, as over HTTP; one that was not (`store: false`, or prepared with
 `generate: false`) is continued from here: its items (input and output, after the history
 it continued) become the next response's supplied history. A continuation that fails
@@ -25,19 +26,21 @@ class LastResponse:
 
 
 class SocketState:
-    """The socket's last response, and the history a continuation of it stands for."""
+    """The last response of each of the socket's streams, and the history a continuation
+    of one stands for."""
 
     def __init__(self, tenant_id: int):
         self.tenant_id = tenant_id
-        self.last: LastResponse | None = None
+        self.last: dict[str | None, LastResponse] = {}  # by stream_id (None: the default)
 
     def continues(self, previous_response_id: str | None) -> LastResponse | None:
         """The cached unstored response this `previous_response_id` continues, or None
         (no continuation, a stored response, or one this socket does not hold)."""
-        last = self.last
-        if previous_response_id and last is not None and last.id == previous_response_id \
-                and not last.stored:
-            return last
+        if not previous_response_id:
+            return None
+        for last in self.last.values():
+            if last.id == previous_response_id and not last.stored:
+                return last
         return None
 
     async def history(self, last: LastResponse) -> list:
@@ -47,20 +50,22 @@ class SocketState:
         base = await run_db(chain_items, self.tenant_id, last.base) or []
         return base + last.items
 
-    def remember(self, response_id: str, stored: bool, continued: LastResponse | None,
-                 previous_response_id: str | None, items: list) -> None:
-        """A response that ended usable (completed, incomplete, or prepared): the socket's
+    def remember(self, stream_id: str | None, response_id: str, stored: bool,
+                 continued: LastResponse | None, previous_response_id: str | None,
+                 items: list) -> None:
+        """A response that ended usable (completed, incomplete, or prepared): its stream's
         last. `items`: its own input and output; `continued`: the cached response it
         continued, if any (else `previous_response_id` names a stored one, or nothing)."""
         if stored:
-            self.last = LastResponse(response_id, True)
+            last = LastResponse(response_id, True)
         elif continued is not None:
-            self.last = LastResponse(response_id, False, continued.base,
-                                     continued.items + items)
+            last = LastResponse(response_id, False, continued.base, continued.items + items)
         else:
-            self.last = LastResponse(response_id, False, previous_response_id, list(items))
+            last = LastResponse(response_id, False, previous_response_id, list(items))
+        self.last[stream_id] = last
 
     def evict(self, response_id: str | None) -> None:
         """A continuation of `response_id` failed: it is no longer continued from here."""
-        if self.last is not None and self.last.id == response_id:
-            self.last = None
+        for stream_id, last in list(self.last.items()):
+            if last.id == response_id:
+                del self.last[stream_id]

@@ -47,7 +47,7 @@ def api_error_frame(exc: APIError) -> str:
 def create_body(frame: dict) -> tuple[bytes, bool]:
     """The create body of a `response.create` frame, and whether to generate."""
     body = {key: value for key, value in frame.items()
-            if key not in ("type", "generate", "stream", "stream_options")}
+            if key not in ("type", "generate", "stream", "stream_options", "stream_id")}
     generate = frame.get("generate", True)
     if not isinstance(generate, bool):
         raise InvalidRequest("'generate' must be a boolean.", param="generate",
@@ -60,10 +60,13 @@ def create_body(frame: dict) -> tuple[bytes, bool]:
 
 
 class Turn:
-    """One response.create of a socket: `run()` sends its frames, then updates the state."""
+    """One response.create of a socket's stream: `run()` sends its frames (each with the
+    stream's `stream_id`, when it has one), then updates the socket's state."""
 
-    def __init__(self, socket, state: SocketState, frame: dict):
-        self.socket, self.state, self.frame = socket, state, frame
+    def __init__(self, socket, state: SocketState, frame: dict, stream_id: str | None):
+        self.socket, self.state, self.frame, self.stream_id = socket, state, frame, stream_id
+        self.suffix = None if stream_id is None else (
+            ',"stream_id":' + orjson.dumps(stream_id).decode() + "}")
         self.exchange = Exchange(METHOD, None)
         self.previous = frame.get("previous_response_id")
         self.job = self.subscription = None
@@ -75,12 +78,16 @@ class Turn:
         except APIError as exc:
             status = exc.status
             self.state.evict(self.previous)
-            await self.socket.send_text(api_error_frame(exc))
+            await self.send(api_error_frame(exc))
             await self.socket.refused(exc)
         finally:
             if self.subscription is not None:
                 self.subscription.close()
             self.exchange.answered(ROUTE, PATH, status)
+
+    async def send(self, text: str) -> None:
+        """One frame to the client: an event's JSON, tagged with the stream it belongs to."""
+        await self.socket.send_text(text if self.suffix is None else text[:-1] + self.suffix)
 
     async def _run(self) -> None:
         body, generate = create_body(self.frame)
@@ -96,7 +103,7 @@ class Turn:
         if resource is None or resource["status"] not in USABLE_STATUSES:
             self.state.evict(self.previous)
         elif request.conversation_id is None:
-            self.state.remember(job.id, job.store, continued, self.previous,
+            self.state.remember(self.stream_id, job.id, job.store, continued, self.previous,
                                 job.input_items + list(resource.get("output") or []))
 
     async def _relay(self) -> dict | None:
@@ -108,7 +115,7 @@ class Turn:
             raise ServiceUnavailable("No worker started this response in time; retry shortly.")
         if entry.error is not None:
             error = entry.error
-            await self.socket.send_text(error_frame(error["status"], error["body"],
+            await self.send(error_frame(error["status"], error["body"],
                                                     error.get("headers")))
             return None
         last = None
@@ -118,7 +125,7 @@ class Turn:
                     return None
                 for block in split_blocks(entry.data):
                     last = block[block.index(b"\ndata: ") + 7:-2]
-                    await self.socket.send_text(last.decode())
+                    await self.send(last.decode())
                 if entry.end:
                     break
             entry = await subscription.get(settings.SSE_KEEPALIVE_SECONDS)
@@ -135,10 +142,11 @@ class Turn:
                   {"type": "response.in_progress", "response": created},
                   {"type": "response.completed", "response": resource}]
         for number, event in enumerate(events):
-            await self.socket.send_text(orjson.dumps({**event, "sequence_number": number})
+            await self.send(orjson.dumps({**event, "sequence_number": number})
                                         .decode())
         if job.conversation_id is None:
-            self.state.remember(job.id, False, continued, self.previous, job.input_items)
+            self.state.remember(self.stream_id, job.id, False, continued, self.previous,
+                                job.input_items)
 
     def cancel_if_unstored(self):
         """The socket closed: a store=false run nobody can read any more is stopped."""

@@ -3,10 +3,10 @@ on the web process, routed in gateway/asgi.py.
 
 The handshake's `Authorization: Bearer` header authenticates the socket with the same API
 keys as HTTP; each `response.create` frame is then admitted (rate limits, quotas), counted
-and logged as a request of its own, with its own request id (socket_turn.py). Responses on
-one socket run one after another, in the order their frames arrived (FIFO, as OpenAI
-processes one lane); frames waiting behind the running one are bounded
-(WEBSOCKET_MAX_QUEUED). Bad frames get an `error` frame and the socket stays usable;
+and logged as a request of its own, with its own request id (socket_turn.py). Responses of
+one stream (`stream_id`, or the default) run one after another, in the order their frames
+arrived (FIFO), streams side by side (socket_lanes.py); frames waiting are bounded
+(WEBSOCKET_MAX_QUEUED a stream, WEBSOCKET_MAX_STREAMS streams). Bad frames get an `error` frame and the socket stays usable;
 an unknown or revoked key and an exhausted quota close it after the error frame (close
 codes 4401 and 4429).
 A socket lives at most WEBSOCKET_MAX_AGE_SECONDS (then `websocket_connection_limit_reached`)
@@ -16,7 +16,6 @@ pings it meanwhile (its --ping-interval). A socket that closes stops its running
 """
 import asyncio
 import logging
-from collections import deque
 
 import orjson
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -27,10 +26,10 @@ from accounting.ratelimit import QuotaExceeded
 
 from ..auth import resolve_api_key
 from ..db_threads import run_db
-from ..errors import (APIError, AuthenticationError, BodyTooLarge, InvalidRequest, ServerError,
-                      as_api_error)
+from ..errors import APIError, AuthenticationError, BodyTooLarge, InvalidRequest
+from .socket_lanes import Lane
 from .socket_state import SocketState
-from .socket_turn import Turn, api_error_frame, error_frame
+from .socket_turn import api_error_frame, error_frame
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +52,8 @@ class ResponsesSocket(AsyncWebsocketConsumer):
     async def connect(self):
         headers = dict(self.scope.get("headers") or ())
         self.authorization = (headers.get(b"authorization") or b"").decode("latin-1") or None
-        self.queue, self.turn, self.worker, self.timer = deque(), None, None, None
-        self.closing = False
+        self.lanes: dict[str | None, Lane] = {}
+        self.timer, self.closing = None, False
         await self.accept()
         try:
             principal = await run_db(resolve_api_key, self.authorization)
@@ -77,13 +76,19 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         except APIError as exc:
             await self.send_text(api_error_frame(exc))
             return
-        if self.worker is None or self.worker.done():
-            self.worker = asyncio.ensure_future(self._work(frame))
-        elif len(self.queue) < settings.WEBSOCKET_MAX_QUEUED:
-            self.queue.append(frame)
-        else:
+        stream_id = frame.get("stream_id")
+        lane = self.lanes.get(stream_id)
+        if lane is None:
+            if len(self.lanes) >= settings.WEBSOCKET_MAX_STREAMS:
+                await self.send_text(api_error_frame(InvalidRequest(
+                    f"Too many streams on this socket (at most "
+                    f"{settings.WEBSOCKET_MAX_STREAMS} stream_id values).",
+                    param="stream_id", code="too_many_streams")))
+                return
+            lane = self.lanes[stream_id] = Lane(self, stream_id)
+        if not lane.offer(frame):
             await self.send_text(api_error_frame(InvalidRequest(
-                f"Too many response.create events waiting on this socket (at most "
+                f"Too many response.create events waiting on this stream (at most "
                 f"{settings.WEBSOCKET_MAX_QUEUED}); wait for a response to end.",
                 code="too_many_queued_requests")))
 
@@ -102,31 +107,18 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         if kind != "response.create":
             raise InvalidRequest(f"Unsupported event type {kind!r}: this server accepts "
                                  "'response.create'.", param="type", code="invalid_value")
+        stream_id = frame.get("stream_id")
+        if stream_id is not None and (not isinstance(stream_id, str) or not stream_id):
+            raise InvalidRequest("'stream_id' must be a non-empty string.", param="stream_id",
+                                 code="invalid_type")
         return frame
-
-    async def _work(self, frame: dict) -> None:
-        """Run this frame's response, then the queued ones, one after another."""
-        while frame is not None and not self.closing:
-            self.turn = Turn(self, self.state, frame)
-            try:
-                await self.turn.run()
-            except Exception as exc:
-                error = as_api_error(exc)
-                if error is None:
-                    log.exception("websocket turn failed")
-                    error = ServerError("The server had an error while processing your request.")
-                await self.send_text(api_error_frame(error))
-            finally:
-                self.turn = None
-                self.last_active = asyncio.get_running_loop().time()
-            frame = self.queue.popleft() if self.queue else None
 
     async def _watch_limits(self) -> None:
         """Close the socket at its age limit, or when idle too long."""
         loop = asyncio.get_running_loop()
         while not self.closing:
             now = loop.time()
-            busy = self.worker is not None and not self.worker.done()
+            busy = any(lane.busy for lane in self.lanes.values())
             if now >= self.deadline and not busy:
                 await self.send_text(error_frame(400, {"error": {
                     "type": "invalid_request_error", "param": None,
@@ -161,14 +153,10 @@ class ResponsesSocket(AsyncWebsocketConsumer):
 
     async def disconnect(self, code):
         self.closing = True
-        for task in (self.timer, self.worker):
-            if task is not None and not task.done():
-                task.cancel()
-        turn = self.turn
-        if turn is not None:
-            stopping = turn.cancel_if_unstored()
-            if stopping is not None:
-                await stopping
+        if self.timer is not None and not self.timer.done():
+            self.timer.cancel()
+        for lane in self.lanes.values():
+            await lane.stop()
 
 
 async def refuse_websocket(scope, receive, send):
