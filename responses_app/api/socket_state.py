@@ -2,8 +2,8 @@
 `stream_id`), kept in memory so that a `store: false` chain continues on the same socket
 without the client resending history; a stream can fork another stream's last response.
 
-Only the last response of each stream is kept. One that was stored (`store: true`) is continued from the
-database, as over HTTP; one that was not (`store: false`, or prepared with
+Only the last response of each stream is kept. One that was stored (`store: true`) is
+continued from the database, as over HTTP; one that was not (`store: false`, or prepared with
 `generate: false`) is continued from here: its items (input and output, after the history
 it continued) become the next response's supplied history. A continuation that fails
 evicts it; a socket that closes forgets it (a later `previous_response_id` naming it gets

@@ -8,10 +8,11 @@ one stream (`stream_id`, or the default) run one after another, in the order the
 arrived (FIFO), streams side by side (socket_lanes.py); frames waiting are bounded
 (WEBSOCKET_MAX_QUEUED a stream, WEBSOCKET_MAX_STREAMS streams). Bad frames get an `error`
 frame and the socket stays usable; an unknown or revoked key and an exhausted quota close
-it after the error frame (close codes 4401 and 4429). A socket lives at most WEBSOCKET_MAX_AGE_SECONDS (then `websocket_connection_limit_reached`)
-and is closed after WEBSOCKET_IDLE_SECONDS without a frame or a running response; Daphne
-pings it meanwhile (its --ping-interval). A socket that closes stops its running
-`store: false` response (nobody can read the rest); a `store: true` one goes on and is stored.
+it after the error frame (close codes 4401 and 4429). A socket lives at most
+WEBSOCKET_MAX_AGE_SECONDS (then `websocket_connection_limit_reached`) and is closed after
+WEBSOCKET_IDLE_SECONDS without a frame or a running response; Daphne pings it meanwhile
+(its --ping-interval). A socket that closes stops its running `store: false` responses
+(nobody can read the rest); `store: true` ones go on and are stored.
 """
 import asyncio
 import logging
