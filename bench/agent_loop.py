@@ -15,6 +15,7 @@ is checked: 21 turns, the final text ``Done after 20 steps.``
 from __future__ import annotations
 
 import asyncio
+import math
 import statistics
 import time
 from urllib.parse import urlsplit
@@ -30,6 +31,7 @@ CHAT_TOOLS = [{"type": "function", "function": {"name": "step",
                                                  "parameters": {"type": "object"}}}]
 FINAL_TEXT = f"Done after {STEPS} steps."
 MODES = ("direct", "http", "websocket")
+MIN_TURNS = 100  # a cell's turns at least: clients run loops one after another to get there
 
 
 def _local(url: str) -> str:
@@ -135,10 +137,13 @@ LOOPS = {"direct": direct_loop, "http": http_loop, "websocket": websocket_loop}
 
 
 async def measure(mode: str, url: str, api_key: str, concurrency: int) -> dict:
-    """`concurrency` loops at once; their turn latencies and loop times."""
+    """`concurrency` clients at once, each running loops one after another (enough for at
+    least MIN_TURNS turns in all); their turn latencies and loop times."""
     started = time.perf_counter()
-    results = await asyncio.gather(*(_timed(LOOPS[mode], url, api_key)
-                                     for _ in range(concurrency)), return_exceptions=True)
+    repeat = max(1, math.ceil(MIN_TURNS / (concurrency * (STEPS + 1))))
+    clients = await asyncio.gather(*(_client(LOOPS[mode], url, api_key, repeat)
+                                     for _ in range(concurrency)))
+    results = [result for client in clients for result in client]
     failed = [r for r in results if isinstance(r, BaseException)]
     done = [r for r in results if not isinstance(r, BaseException)]
     turns = sorted(t for loop_turns, _ in done for t in loop_turns)
@@ -150,10 +155,18 @@ async def measure(mode: str, url: str, api_key: str, concurrency: int) -> dict:
             "wall_s": round(time.perf_counter() - started, 2)}
 
 
-async def _timed(loop, url: str, api_key: str) -> tuple[list[float], float]:
-    started = time.perf_counter()
-    turns = await loop(url, api_key)
-    return turns, time.perf_counter() - started
+async def _client(loop, url: str, api_key: str, repeat: int) -> list:
+    """One client's loops, one after another: (turn latencies, loop seconds) or the error."""
+    results = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        try:
+            turns = await loop(url, api_key)
+        except Exception as exc:
+            results.append(exc)
+            continue
+        results.append((turns, time.perf_counter() - started))
+    return results
 
 
 def _pct(values: list[float], p: int) -> float | None:
