@@ -2,15 +2,11 @@
 `response.create` frames one after another, in the order they came (FIFO); streams run at
 the same time. Frames without `stream_id` make the socket's default stream."""
 import asyncio
-import logging
 from collections import deque
 
 from django.conf import settings
 
-from ..errors import ServerError, as_api_error
-from .socket_turn import Turn, api_error_frame
-
-log = logging.getLogger(__name__)
+from .socket_turn import Turn
 
 
 class Lane:
@@ -42,13 +38,7 @@ class Lane:
         while frame is not None and not socket.closing:
             self.turn = Turn(socket, socket.state, frame, self.stream_id)
             try:
-                await self.turn.run()
-            except Exception as exc:
-                error = as_api_error(exc)
-                if error is None:
-                    log.exception("websocket turn failed")
-                    error = ServerError("The server had an error while processing your request.")
-                await self.turn.send(api_error_frame(error))
+                await self.turn.run()  # its errors are its client's error frames
             finally:
                 self.turn = None
                 socket.last_active = asyncio.get_running_loop().time()

@@ -15,10 +15,11 @@ import orjson
 from django.conf import settings
 
 from observability.http import Exchange
+from observability.metrics import ACTIVE_STREAMS, EVENTS_RELAYED
 
 from . import streaming
 from ..bus import KEEPALIVE
-from ..errors import APIError, InvalidRequest, ServiceUnavailable
+from ..errors import APIError, InvalidRequest, ServerError, ServiceUnavailable, as_api_error
 from ..translation.sse import split_blocks
 from .socket_state import SocketState
 
@@ -70,20 +71,24 @@ class Turn:
         self.exchange = Exchange(METHOD, None)
         self.previous = frame.get("previous_response_id")
         self.job = self.subscription = None
+        self.status = 200  # as an HTTP create would have answered, for metrics and the log
 
     async def run(self) -> None:
-        status = 200
         try:
             await self._run()
-        except APIError as exc:
-            status = exc.status
+        except Exception as exc:
+            error = as_api_error(exc)
+            if error is None:
+                log.exception("websocket turn failed")
+                error = ServerError("The server had an error while processing your request.")
+            self.status = error.status
             self.state.evict(self.previous)
-            await self.send(api_error_frame(exc))
-            await self.socket.refused(exc)
+            await self.send(api_error_frame(error))
+            await self.socket.refused(error)
         finally:
             if self.subscription is not None:
                 self.subscription.close()
-            self.exchange.answered(ROUTE, PATH, status)
+            self.exchange.answered(ROUTE, PATH, self.status)
 
     async def send(self, text: str) -> None:
         """One frame to the client: an event's JSON, tagged with the stream it belongs to."""
@@ -113,22 +118,27 @@ class Turn:
                                        + settings.UPSTREAM_CONNECT_TIMEOUT)
         if entry is KEEPALIVE:
             raise ServiceUnavailable("No worker started this response in time; retry shortly.")
-        if entry.error is not None:
+        if entry.error is not None:  # the run failed before it started (e.g. upstream 429)
             error = entry.error
-            await self.send(error_frame(error["status"], error["body"],
-                                                    error.get("headers")))
+            self.status = error["status"]
+            await self.send(error_frame(error["status"], error["body"], error.get("headers")))
             return None
         last = None
-        while True:
-            if entry is not KEEPALIVE:
-                if entry.error is not None:  # the bus failed under us
-                    return None
-                for block in split_blocks(entry.data):
-                    last = block[block.index(b"\ndata: ") + 7:-2]
-                    await self.send(last.decode())
-                if entry.end:
-                    break
-            entry = await subscription.get(settings.SSE_KEEPALIVE_SECONDS)
+        ACTIVE_STREAMS.inc()
+        try:
+            while True:
+                if entry is not KEEPALIVE:
+                    if entry.error is not None:  # the bus failed under us
+                        return None
+                    for block in split_blocks(entry.data):
+                        last = block[block.index(b"\ndata: ") + 7:-2]
+                        await self.send(last.decode())
+                    EVENTS_RELAYED.inc(entry.last - entry.first + 1)
+                    if entry.end:
+                        break
+                entry = await subscription.get(settings.SSE_KEEPALIVE_SECONDS)
+        finally:
+            ACTIVE_STREAMS.dec()
         event = orjson.loads(last) if last is not None else {}
         return event.get("response") if event.get("type") != "error" else None
 
