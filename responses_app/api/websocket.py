@@ -132,8 +132,12 @@ class ResponsesSocket(AsyncWebsocketConsumer):
             if not busy and now >= idle_until:
                 await self.end(NORMAL_CLOSURE)
                 return
-            wake = self.deadline if busy else min(self.deadline, idle_until)
-            await asyncio.sleep(max(0.05, min(wake - now, 1.0)))
+            # Wake at the next limit; while busy, look again one idle timeout later (the
+            # socket may be idle from the end of its response). A frame moves
+            # `last_active` meanwhile: waking early only means looking again.
+            wake = min(self.deadline, now + settings.WEBSOCKET_IDLE_SECONDS if busy
+                       else idle_until)
+            await asyncio.sleep(max(0.05, wake - now))
 
     async def refused(self, exc: APIError) -> None:
         """A turn's error: an unusable key or an exhausted quota closes the socket."""
