@@ -14,12 +14,13 @@ django_app = get_asgi_application()
 from responses_app import backends, watchdog  # noqa: E402
 from responses_app.api.asgi_front import serve_streaming_views  # noqa: E402
 from responses_app.api.websocket import websocket_application  # noqa: E402
+from observability.tracing import wrap_asgi  # noqa: E402
 
 
 # Every web process watches for runs whose worker died; embedded, it is the worker too.
 watchdog.start_background_thread(beat=backends.in_process())
 
-application = ProtocolTypeRouter({
+application = wrap_asgi(ProtocolTypeRouter({  # a server span per request when tracing
     "http": serve_streaming_views(django_app),
     "websocket": websocket_application(),
-})
+}))

@@ -10,6 +10,7 @@ from pathlib import Path
 import environ
 
 from gateway import embedded_postgres
+from observability import tracing
 from observability.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -37,6 +38,7 @@ INSTALLED_APPS = [
     "accounting",
     "observability",
     "upstreams",
+    "client_checks",
     "api_schema",
 ]
 
@@ -131,8 +133,13 @@ UPSTREAM_CONNECT_TIMEOUT = env.float("UPSTREAM_CONNECT_TIMEOUT", default=10.0)
 # No byte from the upstream for this long fails the run with `request_timeout`.
 UPSTREAM_TIMEOUT = env.float("UPSTREAM_TIMEOUT", default=120.0)
 UPSTREAM_MAX_TOKENS_PARAM = env.str("UPSTREAM_MAX_TOKENS_PARAM", default="max_completion_tokens")
+# Merge consecutive user messages into one, for chat templates that insist on alternation.
+UPSTREAM_MERGE_USER_MESSAGES = env.bool("UPSTREAM_MERGE_USER_MESSAGES", default=False)
 # Comma-separated model names for GET /v1/models; empty asks the upstream's /models.
 GATEWAY_MODELS = env.list("GATEWAY_MODELS", default=[])
+# Models whose output messages carry `phase` (commentary / final_answer), as OpenAI's
+# phase-trained models' do: comma-separated shell-style patterns, `*` for every model.
+OUTPUT_PHASE_MODELS = env.list("OUTPUT_PHASE_MODELS", default=[])
 # --- upstream routing (upstreams/): routes from the admin, the values above as the default
 # Fernet keys for upstream API keys at rest, comma-separated: the first encrypts, all
 # decrypt. Empty: a key derived from SECRET_KEY.
@@ -145,6 +152,14 @@ UPSTREAM_MAX_RETRIES = env.int("UPSTREAM_MAX_RETRIES", default=2)
 UPSTREAM_RETRY_MAX_WAIT = env.float("UPSTREAM_RETRY_MAX_WAIT", default=5.0)
 # Open streams to the default upstream per worker process (0: no limit).
 UPSTREAM_MAX_CONCURRENCY = env.int("UPSTREAM_MAX_CONCURRENCY", default=0)
+# The default upstream's context window (0: unknown) and token counter (estimate,
+# tokenizer with UPSTREAM_TOKENIZER_PATH, vllm or llamacpp): see upstreams/token_counting.py.
+UPSTREAM_CONTEXT_WINDOW = env.int("UPSTREAM_CONTEXT_WINDOW", default=0)
+UPSTREAM_TOKEN_COUNTER = env.str("UPSTREAM_TOKEN_COUNTER", default="estimate")
+UPSTREAM_TOKENIZER_PATH = env.str("UPSTREAM_TOKENIZER_PATH", default="")
+# Server-side compaction (responses_app/context/): the user messages a compaction keeps, at
+# most this many characters of them, newest first (the newest is always kept).
+COMPACTION_KEEP_USER_CHARS = env.int("COMPACTION_KEEP_USER_CHARS", default=20_000)
 
 # A revoked API key keeps working at most this long on a process that used it recently.
 API_KEY_CACHE_SECONDS = env.float("API_KEY_CACHE_SECONDS", default=10.0)
@@ -247,6 +262,7 @@ RUN_SLOT_LEASE_MARGIN_SECONDS = env.int("RUN_SLOT_LEASE_MARGIN_SECONDS", default
 
 LOGGING = logging_config(level=env.str("LOG_LEVEL", default="INFO"),
                          library_level=env.str("LIBRARY_LOG_LEVEL", default="WARNING"),
-                         json=env.str("LOG_FORMAT", default="json") == "json")
+                         json=env.str("LOG_FORMAT", default="json") == "json",
+                         trace_ids=tracing.ENABLED)
 
 CSRF_FAILURE_VIEW = "responses_app.api.views.csrf_failure"

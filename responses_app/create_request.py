@@ -52,6 +52,8 @@ def parse_create_request(body) -> CreateRequest:
     tools, mcp_headers = values["tools"]
     params = {name: values[name] for name in PARAM_FIELDS}
     params["tools"] = tools
+    if values["context_management"]:  # server-side compaction (responses_app/context)
+        params["context_management"] = values["context_management"]
     if params["service_tier"] == "auto":
         params["service_tier"] = "default"
     return CreateRequest(

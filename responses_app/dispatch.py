@@ -9,6 +9,8 @@ from a thread (the watchdog sending a queued run again; its claim reads the job)
 """
 from functools import lru_cache
 
+from observability import tracing
+
 from . import backends
 from .jobs import RUN_QUEUE_KEY, Job, run_message
 
@@ -25,7 +27,7 @@ class RunQueue:
     async def send(self, job: Job) -> None:
         from .redis_client import async_redis
 
-        await async_redis().lpush(RUN_QUEUE_KEY, job.message())
+        await async_redis().lpush(RUN_QUEUE_KEY, job.message(tracing.carrier()))
 
     def resend(self, response_id: str) -> None:
         from .redis_client import sync_redis

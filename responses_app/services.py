@@ -22,6 +22,7 @@ from .item_references import resolve_item_references
 from .jobs import Job
 from .models import TERMINAL_STATUSES, ResponseStatus, StoredResponse, Tenant
 from .reasoning_token import open_sealed
+from .tool_outputs import check_tool_outputs
 from .translation.resource import new_response_resource
 
 log = logging.getLogger(__name__)
@@ -47,14 +48,13 @@ def response_prepare(tenant: Tenant, create: CreateRequest,
     reach the upstream). `context` travels with the run (request id, what its
     admission must settle)."""
     previous = create.previous_response_id
-    if create.history is not None:
-        _check_supplied_history(create)
-    elif previous and not _is_stored(tenant, previous):
+    if previous and create.history is None and not _is_stored(tenant, previous):
         raise InvalidRequest(f"Previous response with id '{previous}' not found.",
                              param="previous_response_id", code="previous_response_not_found")
     if create.conversation_id:
         conversation_check_input(tenant, create.conversation_id, create.input_items)
-    input_items = [_unsealed(item) for item in resolve_item_references(tenant, create)]
+    input_items = [unsealed(item) for item in resolve_item_references(tenant, create)]
+    check_tool_outputs(tenant, create, input_items)
     history = create.history
     if history is not None and create.store:
         # A stored response continuing one that was not: a stored chain starts here, so it
@@ -87,17 +87,6 @@ def _run_request(create: CreateRequest, context: dict | None, history: list | No
     if history is not None:
         request["history"] = history
     return request
-
-
-def _check_supplied_history(create: CreateRequest) -> None:
-    """Every tool output of a continuation of supplied history answers a call of it."""
-    calls = {item.get("call_id") for item in create.history + create.input_items
-             if item["type"] == "function_call"}
-    for index, item in enumerate(create.input_items):
-        if item["type"] == "function_call_output" and item["call_id"] not in calls:
-            raise InvalidRequest(
-                f"No tool call found for function call output with call_id "
-                f"'{item['call_id']}'.", param=f"input[{index}]", code="invalid_value")
 
 
 async def response_start(job: Job) -> None:
@@ -161,7 +150,7 @@ def response_delete(tenant: Tenant, response_id: str) -> None:
     event_bus().delete(response_id)
 
 
-def _unsealed(item: dict) -> dict:
+def unsealed(item: dict) -> dict:
     """A reasoning item sent back with our `encrypted_content` gets its text restored."""
     if item["type"] != "reasoning" or not item.get("encrypted_content") or item["content"]:
         return item

@@ -123,7 +123,8 @@ def test_unknown_previous_response_is_400(client, key):
 @pytest.mark.parametrize("method, path, status, code", [
     ("get", "/v1/nothing-here", 404, "unknown_route"),
     ("post", "/v1/chat/completions", 404, "unknown_route"),
-    ("post", "/v1/responses/compact", 404, "unknown_route"),
+    ("post", "/v1/responses/compact", 415, "unsupported_media_type"),  # a form: JSON only
+    ("post", "/v1/responses/input_tokens", 415, "unsupported_media_type"),
     ("get", "/v1/responses/resp_missing", 404, "not_found"),
     ("delete", "/v1/responses/resp_missing", 404, "not_found"),
     ("get", "/v1/responses/resp_missing/input_items", 404, "not_found"),

@@ -244,3 +244,21 @@ def test_the_embedded_mode_limits_and_reports_without_redis(upstream, tmp_path_f
         assert delta({}, samples, "gateway_rate_limited_total", code="rate_limit_exceeded") == 1
     finally:
         deployment.stop()
+
+
+def test_history_repairs_are_counted_by_kind(stack, api):
+    deployment, _, _, _ = stack
+    before = scrape(deployment)
+    response = api.post("/responses", json={"model": "fake-text", "input": [
+        {"role": "user", "content": "Weather in Oslo and Paris?"},
+        {"type": "reasoning", "summary": []},
+        {"type": "function_call", "call_id": "call_a", "name": "weather", "arguments": "{}"},
+        {"type": "function_call", "call_id": "call_b", "name": "weather", "arguments": "{}"},
+        {"role": "user", "content": "Hurry."},
+        {"type": "function_call_output", "call_id": "call_b", "output": "rain"}]})
+    assert response.status_code == 200
+    after = scrape(deployment)
+    repairs = "gateway_history_repairs_total"
+    assert [delta(before, after, repairs, repair=kind) for kind in (
+        "empty_reasoning", "missing_output", "regrouped_outputs", "missing_call",
+        "duplicate_output", "merged_user_messages")] == [1, 1, 1, 0, 0, 0]

@@ -15,7 +15,9 @@ Dynamic model names handled by :func:`scenario_for`:
 * ``fake-slow-<ms>``     -- ``fake-text`` with a first-byte delay of ``ms`` milliseconds;
 * ``fake-tool-caller``   -- scripted by the conversation: after tool results, answers
   ``Results: <result> | <result>``; else each line ``call <function> <json arguments>`` of the
-  last user message becomes a tool call (arguments streamed in two pieces); else ``No tools.``;
+  last user message becomes a tool call (arguments streamed in two pieces); else a last user
+  message ``Count from 1 to <n>…`` gets the numbers, one line each, 20 ms apart; else
+  ``No tools.``;
 * ``fake-tool-loop-<n>``  -- an agent loop of ``n`` tool calls: while the conversation holds fewer
   than ``n`` tool results, calls ``step`` with ``{"step": <results + 1>}`` (call id
   ``call_step_<results + 1>``); then answers ``Done after <n> steps.``;
@@ -222,6 +224,7 @@ def flaky_failure(model: str) -> tuple[Scenario, int] | None:
     headers = {"retry-after": "0"} if status == 429 else {}
     return _error(status, f"flaky upstream: HTTP {status}", "server_error", headers=headers), times
 _SLOW = re.compile(r"fake-slow-(\d+)")
+_COUNT = re.compile(r"Count from 1 to (\d+)")
 _TOOL_LOOP = re.compile(r"fake-tool-loop-(\d+)")
 
 
@@ -245,6 +248,10 @@ def _tool_caller(model: str, messages: list[dict]) -> Scenario:
     user = next((m for m in reversed(messages) if m.get("role") == "user"), {})
     calls = [line.split(" ", 2) for line in _part_text(user.get("content")).splitlines()
              if line.startswith("call ")]
+    counting = _COUNT.match(_part_text(user.get("content")))
+    if not calls and counting:
+        return Scenario(_text(model, [f"{i}\n" for i in range(1, int(counting[1]) + 1)]),
+                        pacing=0.02)
     if not calls:
         return Scenario(_text(model, ["No tools."]))
     deltas = []

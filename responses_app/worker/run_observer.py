@@ -13,7 +13,7 @@ from .. import lifecycle
 
 log = logging.getLogger(__name__)
 
-TOOL_CALL_TYPES = ("function_call", "mcp_call")
+TOOL_CALL_TYPES = ("function_call", "custom_tool_call", "mcp_call")
 
 
 class ObservedRun:

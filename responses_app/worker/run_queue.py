@@ -19,6 +19,8 @@ import redis.asyncio as aioredis
 from django.conf import settings
 from redis.exceptions import RedisError
 
+from observability import tracing
+
 from ..jobs import RUN_QUEUE_KEY, job_of_message
 from .loop import run_loop
 from .run import run_response
@@ -78,8 +80,9 @@ class RunConsumer:
 
     async def _run(self, message: bytes, free: asyncio.Semaphore) -> None:
         try:
-            response_id, job = job_of_message(message)
-            await run_response(response_id, job)
+            response_id, job, trace = job_of_message(message)
+            with tracing.continued(trace, "run", {"gateway.response.id": response_id}):
+                await run_response(response_id, job)
         except Exception:
             log.exception("run %r crashed", message[:100])
         finally:
