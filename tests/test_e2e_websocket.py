@@ -120,9 +120,9 @@ def test_websocket_failed_continuation_evicts_cache(ws):
                                 "call_id": "call_openresponses_missing",
                                 "output": "No matching tool call exists."}])
     assert failed == {"type": "error", "status": 400, "error": {
-        "type": "invalid_request_error", "code": "invalid_value", "param": "input[0]",
+        "type": "invalid_request_error", "code": None, "param": "input",
         "message": "No tool call found for function call output with call_id "
-                   "'call_openresponses_missing'."}}
+                   "call_openresponses_missing."}}
     assert error_turn(ws, model="fake-text", store=False, previous_response_id=first["id"],
                       input="Try again.") == not_found(first["id"])
 
@@ -134,6 +134,25 @@ def test_websocket_upstream_failure_evicts_cache(ws):
     assert failed["status"] == "failed"
     assert error_turn(ws, model="fake-text", store=False, previous_response_id=first["id"],
                       input="again") == not_found(first["id"])
+
+
+def test_websocket_compacted_output_starts_a_new_chain(ws, api, clean_upstream):
+    conversation = [user("Remember the compaction code word: slate."),
+                    {"role": "assistant", "content": "OK."},
+                    user("Compress this conversation for later continuation.")]
+    compacted = api.post("/responses/compact", json={"model": "fake-echo",
+                                                     "input": conversation}).json()
+    assert compacted["output"][-1]["type"] == "compaction"
+    clean_upstream.clear()
+    new_input = [*compacted["output"], user("Continue from here. Reply with exactly: compacted")]
+    _, final = checked_turn(ws, model="fake-echo", store=False, tools=[], input=new_input)
+    assert final["status"] == "completed" and final["previous_response_id"] is None
+    over_http = api.post("/responses", json={"model": "fake-echo", "store": False,
+                                             "tools": [], "input": new_input}).json()
+    socket_request, http_request = [r["body"]["messages"] for r in clean_upstream.requests()]
+    assert socket_request == http_request  # the summary in place of the history, both ways
+    assert socket_request[0]["role"] == "system"
+    assert text_output(final) == text_output(over_http)
 
 
 # ---------------------------------------------------------------- the same pipeline as HTTP
