@@ -164,6 +164,14 @@ COMPACTION_KEEP_USER_CHARS = env.int("COMPACTION_KEEP_USER_CHARS", default=20_00
 # A revoked API key keeps working at most this long on a process that used it recently.
 API_KEY_CACHE_SECONDS = env.float("API_KEY_CACHE_SECONDS", default=10.0)
 SSE_KEEPALIVE_SECONDS = env.float("SSE_KEEPALIVE_SECONDS", default=15.0)
+# WebSocket mode (responses_app/api/websocket.py): a socket's longest life, and how long it
+# may stay idle (no frame from the client, no response running) before it is closed.
+WEBSOCKET_MAX_AGE_SECONDS = env.float("WEBSOCKET_MAX_AGE_SECONDS", default=3600.0)
+WEBSOCKET_IDLE_SECONDS = env.float("WEBSOCKET_IDLE_SECONDS", default=900.0)
+# response.create frames waiting behind the running one of a stream (FIFO); more: an error.
+WEBSOCKET_MAX_QUEUED = env.int("WEBSOCKET_MAX_QUEUED", default=16)
+# Streams (`stream_id` values) one socket may run side by side.
+WEBSOCKET_MAX_STREAMS = env.int("WEBSOCKET_MAX_STREAMS", default=16)
 # Stream events stay replayable this long after a run ends.
 EVENT_RETENTION_SECONDS = env.int("EVENT_RETENTION_SECONDS", default=24 * 3600)
 # Batching under load only. While other runs stream on its process, the worker reads the

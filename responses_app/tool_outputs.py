@@ -19,7 +19,9 @@ def check_tool_outputs(tenant: Tenant, create: CreateRequest, input_items: list[
     """400 for the first output of the input (references resolved) whose call is nowhere;
     reads the history only when the input alone leaves one unanswered."""
     orphans = _unanswered(input_items, input_items)
-    if orphans and (create.previous_response_id or create.conversation_id):
+    if orphans and create.history is not None:  # supplied by the front door
+        orphans = _unanswered(orphans, create.history)
+    elif orphans and (create.previous_response_id or create.conversation_id):
         history = (chain_items(tenant.id, create.previous_response_id)
                    if create.previous_response_id else
                    conversation_items(create.conversation_id)) or []

@@ -15,6 +15,7 @@ from tests.invariants import check_stream
 from tests.oracles import check_sse_stream
 from tests.servers import Deployment, RedisServer
 from tests.sse import parse_sse
+from tests.websocket_client import checked_turn, error_turn, open_socket
 
 POLL_SECONDS = 30
 
@@ -143,6 +144,28 @@ def test_the_request_id_follows_a_run_from_web_to_worker(stack, api):
     assert by_logger["gateway.access"]["message"] == "POST /v1/responses 200"
     insane = api.get("/responses/resp_missing", headers={"x-request-id": "no spaces please"})
     assert insane.headers["x-request-id"].startswith("req_")
+
+
+def test_websocket_frames_are_counted_and_logged_as_requests(stack):
+    deployment, _, key, _ = stack
+    before = scrape(deployment)
+    with open_socket(deployment, key) as ws:
+        events, final = checked_turn(ws, model="fake-text", store=False, input="hi")
+        assert error_turn(ws, input="no model")["status"] == 400
+    after = scrape(deployment)
+    requests = "gateway_http_requests_total"
+    assert delta(before, after, requests, route="v1/responses", method="WEBSOCKET",
+                 status="200") == 1
+    assert delta(before, after, requests, route="v1/responses", method="WEBSOCKET",
+                 status="400") == 1
+    assert delta(before, after, "gateway_events_relayed_total") == len(events)
+    assert after[("gateway_active_streams", ())] == 0
+    worker = poll_for(lambda: logged_with(deployment, f"run {final['id']} completed", {
+        "responses_app.worker.run_observer"}), "the run's log line")
+    request_id = worker["responses_app.worker.run_observer"]["request_id"]
+    access = poll_for(lambda: logged_with(deployment, request_id, {"gateway.access"}),
+                      "the frame's access line")
+    assert access["gateway.access"]["message"] == "WEBSOCKET /v1/responses 200"
 
 
 def test_readyz_goes_red_without_a_worker_and_green_again(stack):

@@ -18,6 +18,9 @@ Dynamic model names handled by :func:`scenario_for`:
   last user message becomes a tool call (arguments streamed in two pieces); else a last user
   message ``Count from 1 to <n>…`` gets the numbers, one line each, 20 ms apart; else
   ``No tools.``;
+* ``fake-tool-loop-<n>``  -- an agent loop of ``n`` tool calls: while the conversation holds fewer
+  than ``n`` tool results, calls ``step`` with ``{"step": <results + 1>}`` (call id
+  ``call_step_<results + 1>``); then answers ``Done after <n> steps.``;
 * ``fake-flaky-<status>x<n>[-<tag>]`` -- the first ``n`` requests for this exact model name
   fail with HTTP ``status`` (a 429 carries ``retry-after: 0``), later ones are ``fake-text``
   (the server counts per model name: use a fresh tag per test);
@@ -222,6 +225,16 @@ def flaky_failure(model: str) -> tuple[Scenario, int] | None:
     return _error(status, f"flaky upstream: HTTP {status}", "server_error", headers=headers), times
 _SLOW = re.compile(r"fake-slow-(\d+)")
 _COUNT = re.compile(r"Count from 1 to (\d+)")
+_TOOL_LOOP = re.compile(r"fake-tool-loop-(\d+)")
+
+
+def _tool_loop(model: str, steps: int, messages: list[dict]) -> Scenario:
+    done = sum(1 for message in messages if message.get("role") == "tool")
+    if done >= steps:
+        return Scenario(_text(model, ["Done after ", f"{steps} steps."]))
+    arguments = f'{{"step": {done + 1}}}'
+    return Scenario(_stream(model, [_call_head(0, f"call_step_{done + 1}", "step", arguments[:5]),
+                                    _call_args(0, arguments[5:])], "tool_calls"))
 
 
 def _tool_caller(model: str, messages: list[dict]) -> Scenario:
@@ -264,12 +277,14 @@ def scenario_for(model: str, request_body: dict) -> Scenario:
         return replace(_bench(model, int(m[1]), int(m[2])), hold_after=int(m[3]))
     if m := _SLOW.fullmatch(model or ""):
         return _slow(int(m[1]))
+    if m := _TOOL_LOOP.fullmatch(model or ""):
+        return _tool_loop(model, int(m[1]), request_body.get("messages", []))
     return SCENARIOS["fake-text"]
 
 
 def is_cacheable(model: str) -> bool:
     """True when ``scenario_for(model, ...)`` does not depend on the request body."""
-    return model not in ("fake-echo", "fake-tool-caller")
+    return model not in ("fake-echo", "fake-tool-caller") and not _TOOL_LOOP.fullmatch(model or "")
 
 
 # --------------------------------------------------------------------------- accumulation

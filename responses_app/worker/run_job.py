@@ -36,8 +36,11 @@ class RunJob(Job):
 
 def prepared(job: Job) -> RunJob:
     """The run's job with its history and chat request; reads the history of a chain or a
-    conversation (database), if it continues one."""
-    items = history_items(job.tenant_id, job.previous_response_id, job.conversation_id)
+    conversation (database), if it continues one and its request does not carry it."""
+    if "history" in job.request:  # supplied by the front door (a WebSocket's last response)
+        items = list(job.request["history"])
+    else:
+        items = history_items(job.tenant_id, job.previous_response_id, job.conversation_id)
     items.extend(job.input_items)
     chat = chat_request_for(job.model, job.request, items)
     for repair in chat.repairs:
