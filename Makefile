@@ -1,18 +1,31 @@
 # The two commands: `make run` (serve on embedded defaults, or the production path when
-# DATABASE_URL/REDIS_URL are set) and `make test`. Both create the virtualenv first.
+# DATABASE_URL/REDIS_URL are set) and `make test`. Both create the virtualenv first, from the
+# lockfile (requirements-test.lock: pinned, with hashes). `make lock` regenerates the lockfiles
+# from pyproject.toml (new dependencies added, existing pins kept; `make lock ARGS=--upgrade`
+# moves every pin to the newest release).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/gateway
 
-.PHONY: run worker beat test bench install
+.PHONY: run worker beat test bench install lock
 
-$(VENV)/.installed: pyproject.toml
+LOCK := $(VENV)/bin/uv pip compile pyproject.toml --generate-hashes --universal --python-version 3.11 -q
+
+$(VENV)/.installed: requirements-test.lock
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q ".[test]"
+	$(VENV)/bin/pip install -q --require-hashes -r requirements-test.lock
 	touch $@
+
+# The test lock (main dependencies and the test extra) first, then the main lock held to the
+# same versions; the Dockerfile installs requirements.lock.
+lock:
+	test -x $(VENV)/bin/python || python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q "uv>=0.5"
+	$(LOCK) --extra test $(ARGS) -o requirements-test.lock
+	$(LOCK) -c requirements-test.lock $(ARGS) -o requirements.lock
 
 install: $(VENV)/.installed
 
@@ -32,3 +45,4 @@ test: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(PY) -m bench.run $(ARGS)
+	$(PY) -m bench.context

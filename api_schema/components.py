@@ -10,7 +10,10 @@ open, as the OpenAI SDK's models are.
 from responses_app.create_body import create_body_schema
 from responses_app.create_fields import ref
 from responses_app.create_params import METADATA_SCHEMA
+from responses_app.custom_tool_items import CUSTOM_TOOL_SCHEMA
 from responses_app.input_items import INPUT_ITEM_SCHEMA
+
+from .context_components import CONTEXT_COMPONENTS
 
 
 def nullable(schema: dict) -> dict:
@@ -246,6 +249,7 @@ COMPONENTS = {
     "Metadata": METADATA_SCHEMA,
     "Item": ITEM,
     "InputItem": INPUT_ITEM_SCHEMA,
+    "CustomTool": CUSTOM_TOOL_SCHEMA,
     "Usage": USAGE,
     "Response": RESPONSE,
     "CreateResponseRequest": CREATE_RESPONSE,
@@ -260,4 +264,5 @@ COMPONENTS = {
     "CreateConversationRequest": CREATE_CONVERSATION,
     "UpdateConversationRequest": UPDATE_CONVERSATION,
     "AddConversationItemsRequest": ADD_CONVERSATION_ITEMS,
+    **CONTEXT_COMPONENTS,
 }

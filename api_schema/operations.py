@@ -82,6 +82,23 @@ cancel_response = dict(
     responses={200: OpenApiResponse(ref("Response")), **errors(400, 404)},
 )
 
+count_input_tokens = dict(
+    operation_id="countInputTokens", summary="Count the input tokens of a create body",
+    description="Counted on the chat request the response's run would send, with the "
+                "upstream route's counter (header `X-Token-Count-Method`).",
+    request={"application/json": ref("InputTokensRequest")},
+    responses={200: OpenApiResponse(ref("InputTokens")), **errors(400, 404, 502)},
+)
+
+compact_response = dict(
+    operation_id="compactResponse", summary="Compact a conversation",
+    description="The route's model summarizes the conversation (`input`, the chain of "
+                "`previous_response_id`, or both); the answer keeps the newest user "
+                "messages and one compaction item sealing the summary.",
+    request={"application/json": ref("CompactResponseRequest")},
+    responses={200: OpenApiResponse(ref("CompactedResponse")), **errors(400, 404, 502)},
+)
+
 delete_response = dict(
     operation_id="deleteResponse", summary="Delete a stored response",
     parameters=[RESPONSE_ID],
@@ -181,6 +198,8 @@ DOCUMENTED_VIEWS = {
     "responses_app.api.views.ModelList": {"get": list_models},
     "accounting.views.UsageView": {"get": usage},
     "responses_app.api.views.ResponseCancel": {"post": cancel_response},
+    "responses_app.api.views.ResponseInputTokens": {"post": count_input_tokens},
+    "responses_app.api.views.ResponseCompact": {"post": compact_response},
     "conversations.views.ConversationCreate": {"post": create_conversation},
     "conversations.views.ConversationDetail": {
         "get": retrieve_conversation, "post": update_conversation,

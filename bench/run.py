@@ -26,6 +26,7 @@ from pathlib import Path
 import psycopg
 import redis
 
+from bench import agent_loop
 from bench.loadgen import Run, Target, fetch, run_load
 from tests.servers import (BIN, POSTGRES_ADMIN_URL, PYTHON, REDIS_BASE_URL, ROOT, Deployment,
                            free_port, fresh_postgres_database)
@@ -483,6 +484,8 @@ def render(report: dict) -> str:
               "shows up there; pg db is the CPU of the backends connected to the gateway's "
               "database alone. all-in: web + worker + redis + pg db (redis counts the whole "
               "server too).", ""]
+    if report.get("agent_loops"):
+        lines += agent_loop.render(report["agent_loops"]) + [""]
     return "\n".join(lines)
 
 
@@ -533,6 +536,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="start every client of a cell at the same instant (by default their "
                              "starts are spread over one response's time, as independent "
                              "clients' are)")
+    parser.add_argument("--agent-loops", default="1,50", metavar="C[,C...]",
+                        help="concurrent loops of the agent-loop scenario (direct, HTTP, "
+                             "WebSocket), each a 20-turn tool loop (default 1,50; 0 skips it)")
+    parser.add_argument("--only-agent-loops", action="store_true",
+                        help="skip the matrix and the streams check")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "latest.md"),
                         help="markdown report path; the JSON goes next to it (.json)")
     args = parser.parse_args(argv)
@@ -551,6 +559,9 @@ def main(argv: list[str] | None = None) -> int:
     streams = QUICK_STREAMS if args.quick else FULL_STREAMS
     if args.streams is not None:
         streams = args.streams
+    loops = [int(n) for n in args.agent_loops.split(",") if int(n) > 0]
+    if args.only_agent_loops:
+        matrix, streams = [], 0
     redis_url = f"{REDIS_BASE_URL.rstrip('/')}/{REDIS_DB}"
     upstream = FakeUpstreamProcess(logdir)
     deployment: BenchDeployment | None = None
@@ -582,6 +593,9 @@ def main(argv: list[str] | None = None) -> int:
                      **{f"worker{n + 1}": w for n, w in enumerate(deployment.workers)}}
         asyncio.run(run_matrix(upstream.base_url, deployment.base_url, api_key, meter,
                                matrix, streams, processes, report, args.lockstep))
+        if loops:
+            report["agent_loops"] = asyncio.run(agent_loop.run(
+                upstream.base_url, deployment.base_url, api_key, loops, log))
         check = report.get("streams_check")
         return 0 if check is None or check["passed"] else 1
     except KeyboardInterrupt:
@@ -598,7 +612,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not skip the cleanup
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        if report.get("cells"):
+        if report.get("cells") or report.get("agent_loops"):
             try:
                 write_report(report, started, out_md, out_json)
             except Exception as exc:

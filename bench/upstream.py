@@ -1,4 +1,5 @@
-"""A lean OpenAI-compatible upstream for the benchmark: `bench-<n>-<ms>` models only.
+"""A lean OpenAI-compatible upstream for the benchmark: `bench-<n>-<ms>` models, and
+`fake-tool-loop-<n>` (the agent-loop scenario: its answer depends on the conversation).
 
 The benchmark measures the gateway, so the upstream must cost as little CPU as possible on
 this shared 2-core machine: a raw asyncio protocol (uvloop when installed), chunks encoded
@@ -32,6 +33,17 @@ def frames_for(model: str) -> tuple[list[bytes], float]:
         frames.append(_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
         cached = _frames[model] = (frames, scenario.pacing)
     return cached
+
+
+def frames_of(model: str, body: dict) -> tuple[list[bytes], float]:
+    """The frames answering this request: cached per model, unless the answer depends on
+    the conversation (a tool loop counts the tool results it was sent)."""
+    if not model.startswith("fake-tool-loop-"):
+        return frames_for(model)
+    scenario = scenario_for(model, body)
+    frames = [_chunk(b"data: " + orjson.dumps(c) + b"\n\n") for c in scenario.chunks]
+    frames.append(_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+    return frames, scenario.pacing
 
 
 def _chunk(payload: bytes) -> bytes:
@@ -126,7 +138,8 @@ class UpstreamProtocol(asyncio.Protocol):
         if not head.startswith("POST /v1/chat/completions"):
             self.transport.write(NOT_FOUND)
             return
-        frames, pacing = frames_for(orjson.loads(body)["model"])
+        request = orjson.loads(body)
+        frames, pacing = frames_of(request["model"], request)
         self.transport.write(HEAD)
         Stream(self, frames, pacing, self.scheduler).step(self.scheduler.loop.time())
 

@@ -1,7 +1,7 @@
 """The ASGI application served by Daphne: HTTP is Django's, the streaming views
 (responses_app/api/stream_views.py) through the ASGI front that skips the middleware chain
-(responses_app/api/asgi_front.py); WebSocket handshakes are refused for now
-(responses_app/api/websocket.py)."""
+(responses_app/api/asgi_front.py); WebSockets to /v1/responses are WebSocket mode
+(responses_app/api/websocket.py), other WebSocket paths are refused."""
 import os
 
 from channels.routing import ProtocolTypeRouter
@@ -13,13 +13,14 @@ django_app = get_asgi_application()
 
 from responses_app import backends, watchdog  # noqa: E402
 from responses_app.api.asgi_front import serve_streaming_views  # noqa: E402
-from responses_app.api.websocket import refuse_websocket  # noqa: E402
+from responses_app.api.websocket import websocket_application  # noqa: E402
+from observability.tracing import wrap_asgi  # noqa: E402
 
 
 # Every web process watches for runs whose worker died; embedded, it is the worker too.
 watchdog.start_background_thread(beat=backends.in_process())
 
-application = ProtocolTypeRouter({
+application = wrap_asgi(ProtocolTypeRouter({  # a server span per request when tracing
     "http": serve_streaming_views(django_app),
-    "websocket": refuse_websocket,
-})
+    "websocket": websocket_application(),
+}))

@@ -10,6 +10,7 @@ from pathlib import Path
 import environ
 
 from gateway import embedded_postgres
+from observability import tracing
 from observability.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -37,6 +38,7 @@ INSTALLED_APPS = [
     "accounting",
     "observability",
     "upstreams",
+    "client_checks",
     "api_schema",
 ]
 
@@ -131,8 +133,13 @@ UPSTREAM_CONNECT_TIMEOUT = env.float("UPSTREAM_CONNECT_TIMEOUT", default=10.0)
 # No byte from the upstream for this long fails the run with `request_timeout`.
 UPSTREAM_TIMEOUT = env.float("UPSTREAM_TIMEOUT", default=120.0)
 UPSTREAM_MAX_TOKENS_PARAM = env.str("UPSTREAM_MAX_TOKENS_PARAM", default="max_completion_tokens")
+# Merge consecutive user messages into one, for chat templates that insist on alternation.
+UPSTREAM_MERGE_USER_MESSAGES = env.bool("UPSTREAM_MERGE_USER_MESSAGES", default=False)
 # Comma-separated model names for GET /v1/models; empty asks the upstream's /models.
 GATEWAY_MODELS = env.list("GATEWAY_MODELS", default=[])
+# Models whose output messages carry `phase` (commentary / final_answer), as OpenAI's
+# phase-trained models' do: comma-separated shell-style patterns, `*` for every model.
+OUTPUT_PHASE_MODELS = env.list("OUTPUT_PHASE_MODELS", default=[])
 # --- upstream routing (upstreams/): routes from the admin, the values above as the default
 # Fernet keys for upstream API keys at rest, comma-separated: the first encrypts, all
 # decrypt. Empty: a key derived from SECRET_KEY.
@@ -145,10 +152,26 @@ UPSTREAM_MAX_RETRIES = env.int("UPSTREAM_MAX_RETRIES", default=2)
 UPSTREAM_RETRY_MAX_WAIT = env.float("UPSTREAM_RETRY_MAX_WAIT", default=5.0)
 # Open streams to the default upstream per worker process (0: no limit).
 UPSTREAM_MAX_CONCURRENCY = env.int("UPSTREAM_MAX_CONCURRENCY", default=0)
+# The default upstream's context window (0: unknown) and token counter (estimate,
+# tokenizer with UPSTREAM_TOKENIZER_PATH, vllm or llamacpp): see upstreams/token_counting.py.
+UPSTREAM_CONTEXT_WINDOW = env.int("UPSTREAM_CONTEXT_WINDOW", default=0)
+UPSTREAM_TOKEN_COUNTER = env.str("UPSTREAM_TOKEN_COUNTER", default="estimate")
+UPSTREAM_TOKENIZER_PATH = env.str("UPSTREAM_TOKENIZER_PATH", default="")
+# Server-side compaction (responses_app/context/): the user messages a compaction keeps, at
+# most this many characters of them, newest first (the newest is always kept).
+COMPACTION_KEEP_USER_CHARS = env.int("COMPACTION_KEEP_USER_CHARS", default=20_000)
 
 # A revoked API key keeps working at most this long on a process that used it recently.
 API_KEY_CACHE_SECONDS = env.float("API_KEY_CACHE_SECONDS", default=10.0)
 SSE_KEEPALIVE_SECONDS = env.float("SSE_KEEPALIVE_SECONDS", default=15.0)
+# WebSocket mode (responses_app/api/websocket.py): a socket's longest life, and how long it
+# may stay idle (no frame from the client, no response running) before it is closed.
+WEBSOCKET_MAX_AGE_SECONDS = env.float("WEBSOCKET_MAX_AGE_SECONDS", default=3600.0)
+WEBSOCKET_IDLE_SECONDS = env.float("WEBSOCKET_IDLE_SECONDS", default=900.0)
+# response.create frames waiting behind the running one of a stream (FIFO); more: an error.
+WEBSOCKET_MAX_QUEUED = env.int("WEBSOCKET_MAX_QUEUED", default=16)
+# Streams (`stream_id` values) one socket may run side by side.
+WEBSOCKET_MAX_STREAMS = env.int("WEBSOCKET_MAX_STREAMS", default=16)
 # Stream events stay replayable this long after a run ends.
 EVENT_RETENTION_SECONDS = env.int("EVENT_RETENTION_SECONDS", default=24 * 3600)
 # Batching under load only. While other runs stream on its process, the worker reads the
@@ -164,11 +187,10 @@ RUN_DEADLINE_SECONDS = env.int("RUN_DEADLINE_SECONDS", default=3600)
 # POST /cancel waits this long for a running response to stop and store what it produced.
 CANCEL_WAIT_SECONDS = env.float("CANCEL_WAIT_SECONDS", default=5.0)
 # Workers refresh a heartbeat (TTL below) a few times per TTL; every WATCHDOG_INTERVAL one
-# process fails the runs of workers whose heartbeat expired, and sends again the runs that
-# stayed queued for QUEUED_REDISPATCH_SECONDS (their message died with a worker).
+# process fails the runs of workers whose heartbeat expired, and gives back to the run
+# queue the messages they had taken and not claimed (responses_app/run_delivery.py).
 WORKER_HEARTBEAT_TTL_SECONDS = env.float("WORKER_HEARTBEAT_TTL_SECONDS", default=15.0)
 WATCHDOG_INTERVAL_SECONDS = env.float("WATCHDOG_INTERVAL_SECONDS", default=5.0)
-QUEUED_REDISPATCH_SECONDS = env.float("QUEUED_REDISPATCH_SECONDS", default=60.0)
 
 # Stored responses older than this many days are deleted (with their events) by a periodic
 # task of `celery beat`, every RETENTION_PRUNE_INTERVAL_SECONDS; 0 keeps them forever.
@@ -243,6 +265,7 @@ RUN_SLOT_LEASE_MARGIN_SECONDS = env.int("RUN_SLOT_LEASE_MARGIN_SECONDS", default
 
 LOGGING = logging_config(level=env.str("LOG_LEVEL", default="INFO"),
                          library_level=env.str("LIBRARY_LOG_LEVEL", default="WARNING"),
-                         json=env.str("LOG_FORMAT", default="json") == "json")
+                         json=env.str("LOG_FORMAT", default="json") == "json",
+                         trace_ids=tracing.ENABLED)
 
 CSRF_FAILURE_VIEW = "responses_app.api.views.csrf_failure"

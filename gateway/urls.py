@@ -6,6 +6,10 @@ from django.urls import include, path
 from accounting.views import UsageView
 from api_schema.views import OpenApiDocument
 
+# The admin's "View site" link: the deployment's readiness (database, Redis, live workers),
+# where the site root has no page.
+admin.site.site_url = "/readyz"
+
 urlpatterns = [
     path("v1/openapi.json", OpenApiDocument.as_view()),
     path("v1/usage", UsageView.as_view()),

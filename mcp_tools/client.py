@@ -4,11 +4,20 @@ timed out or cancelled (cancelling the awaiting task unwinds the connection).
 
 Failures come back as the Responses API's structured `mcp_call.error`
 (`mcp_protocol_error`, `mcp_tool_execution_error`, `http_error`) in an McpFailure.
-Request headers go on the wire and nowhere else: they are never logged.
+Request headers go on the wire and nowhere else: they are never logged. With tracing on,
+each operation is a client span (GenAI `execute_tool` for a call), a child of the run's.
+
+A call is given the server's listing the run already has (listed in this response, or the
+`mcp_list_tools` item of the conversation it continues): the `mcp` client checks a call's
+result against the tool's output schema and lists the server's tools first when it has no
+listing of its own, which would list them again on every call. Given ours it does not (our
+stored listings keep no output schemas, so no result is checked against one: the gateway
+hands the model the result's text either way).
 """
 import asyncio
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 import httpx2
 import orjson
@@ -16,7 +25,10 @@ from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp.types import ListToolsResult, Tool
 from pydantic import ValidationError
+
+from observability import tracing
 
 from .egress import EgressRefused, PinnedTransport, resolve_checked, system_resolver
 
@@ -59,6 +71,11 @@ class McpFailure(Exception):
 
 async def list_tools(target: ServerTarget, limits: Limits) -> list[dict]:
     """The server's tools as `mcp_list_tools` entries."""
+    with _traced(target, "tools/list"):
+        return await _list_tools(target, limits)
+
+
+async def _list_tools(target: ServerTarget, limits: Limits) -> list[dict]:
     tools = []
     async with _operation(target, limits, "tools/list") as client:
         cursor = None
@@ -73,10 +90,15 @@ async def list_tools(target: ServerTarget, limits: Limits) -> list[dict]:
                 return tools
 
 
-async def call_tool(target: ServerTarget, limits: Limits, name: str, arguments: dict) -> str:
-    """The tool's output text; McpFailure with the structured error otherwise."""
-    async with _operation(target, limits, "tools/call") as client:
-        result = await client.call_tool(name, arguments)
+async def call_tool(target: ServerTarget, limits: Limits, name: str, arguments: dict,
+                    listed: list[dict] | None = None) -> str:
+    """The tool's output text; McpFailure with the structured error otherwise. `listed`:
+    the server's tools as the run listed them (`mcp_list_tools` entries)."""
+    with _traced(target, "tools/call", name):
+        async with _operation(target, limits, "tools/call") as client:
+            if listed is not None:
+                _remember_listing(client, listed)
+            result = await client.call_tool(name, arguments)
     texts = [_content_text(part) for part in result.content]
     if result.is_error:
         raise McpFailure({"type": "mcp_tool_execution_error",
@@ -88,6 +110,28 @@ async def call_tool(target: ServerTarget, limits: Limits, name: str, arguments: 
         raise McpFailure(protocol_error(
             f"the tool result is larger than {limits.max_result_bytes} bytes"))
     return output
+
+
+def _traced(target: ServerTarget, method: str, tool: str | None = None):
+    """The span of one MCP operation (a nullcontext when tracing is off)."""
+    if not tracing.active():
+        return nullcontext()
+    url = urlsplit(target.url)
+    attributes = {"mcp.method.name": method, "gateway.mcp.server_label": target.label,
+                  "server.address": url.hostname or "",
+                  "server.port": url.port or (443 if url.scheme == "https" else 80)}
+    if tool is not None:
+        attributes.update({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool})
+    return tracing.client_span(f"{method} {tool}" if tool else method, attributes)
+
+
+def _remember_listing(client: Client, listed: list[dict]) -> None:
+    """Give the client's session a listing of the server's tools, as the `mcp` client's own
+    response cache does on a cache hit (the session keeps per-tool state from it)."""
+    tools = [Tool(name=entry["name"], description=entry.get("description"),
+                  input_schema=entry.get("input_schema") or {"type": "object"})
+             for entry in listed]
+    client.session._absorb_tool_listing(ListToolsResult(tools=tools), complete=False)
 
 
 def protocol_error(message: str, code: int = INTERNAL_ERROR) -> dict:

@@ -10,6 +10,7 @@ import logging
 import orjson
 from django.conf import settings
 
+from responses_app.context.compaction_items import upstream_items
 from responses_app.translation.chat_request import build_chat_request
 from responses_app.translation.mcp_history import upstream_function_name
 from responses_app.translation.state_machine import McpToolTarget
@@ -22,7 +23,7 @@ from .run_plan import McpRunPlan
 log = logging.getLogger(__name__)
 
 # Items after which the client must act: the run ends when a turn produced one.
-CLIENT_ITEMS = {"function_call", "mcp_approval_request"}
+CLIENT_ITEMS = {"function_call", "custom_tool_call", "mcp_approval_request"}
 
 
 class McpToolLoop:
@@ -32,6 +33,7 @@ class McpToolLoop:
         self.translator = translator
         self.emit = emit
         self.functions: list[dict] = []  # the chat function tools the MCP tools become
+        self.listings: dict[str, list[dict]] = {}  # each server's tools, as listed or reused
         self.calls_made = 0
         self._turn_start = 0
 
@@ -78,12 +80,14 @@ class McpToolLoop:
             params["tool_choice"] = "none"
         return build_chat_request(
             model=self.job.model, instructions=self.job.request.get("instructions"),
-            items=self.job.items + output, params=params, include=self.job.include,
-            max_tokens_param=settings.UPSTREAM_MAX_TOKENS_PARAM).body
+            items=upstream_items(self.job.items + output), params=params, include=self.job.include,
+            max_tokens_param=settings.UPSTREAM_MAX_TOKENS_PARAM,
+            merge_user_messages=settings.UPSTREAM_MERGE_USER_MESSAGES).body
 
     async def _tools_of(self, label, server) -> list[dict]:
         reused = self._listed_before(label)
         if reused is not None:
+            self.listings[label] = reused
             return reused
         events, item = self.translator.open_list_tools(label)
         await self.emit(events)
@@ -96,6 +100,7 @@ class McpToolLoop:
                 log.warning("tools/list of MCP server %s failed: %s", label, failure.text)
                 tools, error = None, failure.text
         if tools is not None:
+            self.listings[label] = tools
             tools = [t for t in tools if tool_allowed(t, server.allowed_tools)]
         await self.emit(self.translator.list_tools_done(item, tools, error))
         return tools or []
@@ -143,7 +148,8 @@ class McpToolLoop:
             else:
                 try:
                     output = await client.call_tool(server.target, self.plan.limits,
-                                                    item["name"], arguments)
+                                                    item["name"], arguments,
+                                                    self.listings.get(item["server_label"]))
                 except McpFailure as failure:
                     log.info("MCP call %s on %s failed: %s", item["name"], item["server_label"],
                              failure.text)

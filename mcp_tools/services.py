@@ -36,6 +36,8 @@ def mcp_request_prepare(tenant, create, response_id: str) -> None:
 def _conversation(tenant, create) -> list[dict]:
     if not any(item["type"] == "mcp_approval_response" for item in create.input_items):
         return []
+    if create.history is not None:  # supplied by the front door
+        return create.history
     previous = []
     if create.previous_response_id:
         previous = chain_items(tenant.id, create.previous_response_id) or []

@@ -1,4 +1,5 @@
-"""App config: stale live-gauge files of dead processes are dropped at start-up."""
+"""App config: stale live-gauge files of dead processes are dropped at start-up, and
+tracing starts (when the OTEL_* variables ask for it) before any middleware is loaded."""
 from django.apps import AppConfig
 
 
@@ -7,6 +8,8 @@ class ObservabilityConfig(AppConfig):
     verbose_name = "Observability"
 
     def ready(self):
+        from . import tracing
         from .metrics import forget_dead_processes
 
         forget_dead_processes()
+        tracing.setup()

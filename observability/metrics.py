@@ -3,19 +3,31 @@
 Web and workers are separate processes: with PROMETHEUS_MULTIPROC_DIR set (a directory
 shared by the web and worker processes of one host, emptied before they start) every
 process writes its samples there and /metrics adds them up (prometheus_client's
-multiprocess mode). Without it, /metrics shows the serving process alone, which is all of
+multiprocess mode); the files are named by host and pid, since the containers of one
+deployment share the directory and each numbers its processes from 1. Without it, /metrics shows the serving process alone, which is all of
 it in the embedded mode. Queue depth and live workers are read from Redis at scrape time.
 """
 import logging
 import os
+import socket
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Gauge, Histogram,
     generate_latest,
 )
+from prometheus_client import values
 from prometheus_client.core import GaugeMetricFamily
 
 log = logging.getLogger(__name__)
+
+
+def _process_identifier() -> str:
+    """This process's name in the shared directory: `<host>-<pid>`."""
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):  # before the metrics below are made
+    values.ValueClass = values.MultiProcessValue(process_identifier=_process_identifier)
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 RUN_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
@@ -34,6 +46,9 @@ UPSTREAM_ERRORS = Counter("gateway_upstream_errors", "Runs the upstream failed, 
                           ["code"])
 TOOL_CALLS = Counter("gateway_tool_calls", "Tool calls in finished responses, by item type",
                      ["type"])
+HISTORY_REPAIRS = Counter("gateway_history_repairs",
+                          "Repairs of a request's history before the upstream call, by kind",
+                          ["repair"])
 RATE_LIMITED = Counter("gateway_rate_limited", "Requests refused by limits or quotas",
                        ["code"])
 
@@ -78,17 +93,20 @@ def exposition() -> tuple[bytes, str]:
 
 
 def forget_dead_processes() -> None:
-    """Drop the live-gauge files of processes that are gone (e.g. a restarted web)."""
+    """Drop the live-gauge files of this host's processes that are gone (e.g. a restarted
+    web); another host's (container's) processes are its own to forget."""
     directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
     if not directory or not os.path.isdir(directory):
         return
     from prometheus_client import multiprocess
 
+    host = socket.gethostname()
     for name in os.listdir(directory):
-        pid = name.rsplit("_", 1)[-1][:-3]
-        if name.startswith("gauge_live") and name.endswith(".db") and pid.isdigit():
-            if not _alive(int(pid)):
-                multiprocess.mark_process_dead(int(pid), directory)
+        identifier = name.rsplit("_", 1)[-1][:-3]
+        owner, _, pid = identifier.rpartition("-")
+        if name.startswith("gauge_live") and name.endswith(".db") and owner == host \
+                and pid.isdigit() and not _alive(int(pid)):
+            multiprocess.mark_process_dead(identifier, directory)
 
 
 def _alive(pid: int) -> bool:

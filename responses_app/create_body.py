@@ -9,12 +9,16 @@ applies it. `parse_fields()` validates a body against it (a parameter not in it 
 Rules that tie two fields together are responses_app.create_request's.
 """
 from .create_fields import (
-    Boolean, Choice, Field, Integer, Number, Opaque, Refused, String,
+    Boolean, Choice, Custom, Field, Integer, Number, Opaque, Refused, String,
 )
 from .create_params import (
     CONVERSATION, INCLUDE, INPUT, METADATA, MODEL, REASONING, TEXT, TOOL_CHOICE, TOOLS,
 )
+from .context.management import SCHEMA as CONTEXT_MANAGEMENT_SCHEMA
+from .context.management import parse_context_management
 from .errors import InvalidRequest
+
+CONTEXT_MANAGEMENT = Custom(parse_context_management, CONTEXT_MANAGEMENT_SCHEMA)
 
 CREATE_BODY = (
     Field("prompt", Refused("Reusable prompts (`prompt`) are not supported by this gateway.")),
@@ -41,21 +45,23 @@ CREATE_BODY = (
     Field("max_tool_calls", Integer(1)),
     Field("text", TEXT, default=lambda: {"format": {"type": "text"}}),
     Field("reasoning", REASONING),
-    Field("truncation", Choice(("auto", "disabled")), default="disabled", applied=False,
-          description="Echoed; the gateway does not truncate."),
+    Field("truncation", Choice(("auto", "disabled")), default="disabled",
+          description="`auto`: the oldest items are dropped to fit the route's context window; "
+                      "`disabled`: over the window is a 400 `context_length_exceeded`."),
     Field("metadata", METADATA, default=dict),
     Field("user", String()),
     Field("safety_identifier", String()),
     Field("prompt_cache_key", String(), applied=False, description="Echoed."),
     Field("service_tier", String(), default="default", applied=False,
           description="Echoed (`auto` as `default`)."),
+    Field("context_management", CONTEXT_MANAGEMENT,
+          description="Server-side compaction past `compact_threshold` input tokens."),
     Field("instructions", String()),
     Field("previous_response_id", String()),
     # Accepted, checked for their type, and not used.
     Field("prompt_cache_retention", Choice(("in_memory", "24h")), applied=False),
     Field("prompt_cache_options", Opaque("object"), applied=False),
     Field("stream_options", Opaque("object"), applied=False),
-    Field("context_management", Opaque("array"), applied=False),
     Field("background_options", Opaque("object"), applied=False),
     Field("moderation", Opaque("object"), applied=False),
     Field("image", Opaque("object"), applied=False),

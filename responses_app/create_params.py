@@ -8,15 +8,16 @@ metadata limits). The table that names them is responses_app.create_body.
 from mcp_tools.request_spec import check_mcp_tool_count, mcp_tool
 
 from .create_fields import Custom, nullable, ref, required_string, type_error
+from .custom_tool_items import custom_tool
 from .errors import InvalidRequest
 from .input_items import normalize_input
 
 # Hosted tools we do not run: accepted (Codex always sends web_search), not offered upstream.
 IGNORED_TOOL_TYPES = (
     "web_search", "web_search_preview", "web_search_preview_2025_03_11", "file_search",
-    "computer_use_preview", "code_interpreter", "image_generation", "local_shell", "custom",
+    "computer_use_preview", "code_interpreter", "image_generation", "local_shell",
 )
-TOOL_TYPES = ("function", "namespace", "mcp", *IGNORED_TOOL_TYPES)
+TOOL_TYPES = ("function", "namespace", "mcp", "custom", *IGNORED_TOOL_TYPES)
 TOOL_CHOICE_MODES = ("auto", "none", "required")
 TEXT_FORMATS = ("text", "json_schema", "json_object")
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
@@ -60,6 +61,8 @@ def _tools(value, param) -> tuple[list[dict], dict]:
             tools.append(_function_tool(tool, param))
         elif kind == "namespace":
             tools.append(_namespace_tool(tool, param))
+        elif kind == "custom":
+            tools.append(custom_tool(tool, param))
         elif kind == "mcp":
             stored, headers = mcp_tool(tool, param)
             tools.append(stored)
@@ -98,17 +101,18 @@ def _function_tool(tool, param) -> dict:
             "strict": True if strict is None else bool(strict)}
 
 
-TOOLS = Custom(_tools, {"type": "array", "items": {
-    "type": "object", "required": ["type"], "additionalProperties": True,
-    "properties": {"type": {"enum": list(TOOL_TYPES)}}}})
+TOOLS = Custom(_tools, {"type": "array", "items": {"oneOf": [
+    ref("CustomTool"),
+    {"type": "object", "required": ["type"], "additionalProperties": True,
+     "properties": {"type": {"enum": [t for t in TOOL_TYPES if t != "custom"]}}}]}})
 
 
 def _tool_choice(value, param):
     if value in TOOL_CHOICE_MODES:
         return value
     if isinstance(value, dict):
-        if value.get("type") == "function" and isinstance(value.get("name"), str):
-            return {"type": "function", "name": value["name"]}
+        if value.get("type") in ("function", "custom") and isinstance(value.get("name"), str):
+            return {"type": value["type"], "name": value["name"]}
         if value.get("type") == "allowed_tools" and isinstance(value.get("tools"), list):
             mode = value.get("mode", "auto")
             if mode not in ("auto", "required"):
@@ -123,7 +127,7 @@ def _tool_choice(value, param):
 TOOL_CHOICE = Custom(_tool_choice, {"oneOf": [
     {"enum": list(TOOL_CHOICE_MODES)},
     {"type": "object", "required": ["type", "name"], "additionalProperties": True,
-     "properties": {"type": {"const": "function"}, "name": STRING}},
+     "properties": {"type": {"enum": ["function", "custom"]}, "name": STRING}},
     {"type": "object", "required": ["type", "tools"], "additionalProperties": True,
      "properties": {"type": {"const": "allowed_tools"}, "mode": {"enum": ["auto", "required"]},
                     "tools": {"type": "array", "items": OBJECT}}},

@@ -39,6 +39,9 @@ class CreateRequest:
     conversation_id: str | None = None
     # MCP `headers` by server_label: for this run only, never stored.
     mcp_headers: dict = field(default_factory=dict)
+    # The items `previous_response_id` stands for, when the front door has them (a
+    # WebSocket's last response, kept in memory): then nothing is read from the database.
+    history: list[dict] | None = None
 
 
 def parse_create_request(body) -> CreateRequest:
@@ -49,6 +52,8 @@ def parse_create_request(body) -> CreateRequest:
     tools, mcp_headers = values["tools"]
     params = {name: values[name] for name in PARAM_FIELDS}
     params["tools"] = tools
+    if values["context_management"]:  # server-side compaction (responses_app/context)
+        params["context_management"] = values["context_management"]
     if params["service_tier"] == "auto":
         params["service_tier"] = "default"
     return CreateRequest(

@@ -3,14 +3,17 @@
 (worker/run_queue.py); embedded, a runner on threads of this process
 (worker/in_process.py). Either way the request side never imports the worker side.
 
-A dispatcher has two calls: `send(job)` from an event loop (the web creating a response;
-the message carries the job when `job.carried`, see jobs.py) and `resend(response_id)`
-from a thread (the watchdog sending a queued run again; its claim reads the job).
+A dispatcher's call is `send(job)`, from an event loop (the web creating a response; the
+message carries the job when `job.carried`, see jobs.py). The run queue delivers each
+message at least once (run_delivery.py); the embedded runner also has `resend(response_id)`
+(runs a previous process left queued; their claim reads the job).
 """
 from functools import lru_cache
 
+from observability import tracing
+
 from . import backends
-from .jobs import RUN_QUEUE_KEY, Job, run_message
+from .jobs import RUN_QUEUE_KEY, Job
 
 
 @lru_cache(maxsize=1)
@@ -25,9 +28,4 @@ class RunQueue:
     async def send(self, job: Job) -> None:
         from .redis_client import async_redis
 
-        await async_redis().lpush(RUN_QUEUE_KEY, job.message())
-
-    def resend(self, response_id: str) -> None:
-        from .redis_client import sync_redis
-
-        sync_redis().lpush(RUN_QUEUE_KEY, run_message(response_id))
+        await async_redis().lpush(RUN_QUEUE_KEY, job.message(tracing.carrier()))

@@ -7,11 +7,14 @@ and roles the builders use.
 """
 from mcp_tools.request_spec import MCP_ITEM_BUILDERS
 
+from .context.compaction_items import compaction_input_item
 from .create_fields import required_string
+from .custom_tool_items import CUSTOM_ITEM_BUILDERS
 from .errors import InvalidRequest
 from .ids import new_id
 
 MESSAGE_ROLES = ("user", "assistant", "system", "developer")
+PHASES = ("commentary", "final_answer")
 
 
 def normalize_input(value, param: str = "input") -> list[dict]:
@@ -52,8 +55,16 @@ def _message(item, param) -> dict:
     else:
         raise InvalidRequest(f"'{param}.content' must be a string or a list of parts.",
                              param=f"{param}.content", code="invalid_type")
-    return {"id": _client_id(item, "msg"), "type": "message", "role": role, "content": parts,
-            "status": "completed"}
+    message = {"id": _client_id(item, "msg"), "type": "message", "role": role,
+               "content": parts, "status": "completed"}
+    phase = item.get("phase")
+    if phase is not None:
+        if role != "assistant" or phase not in PHASES:
+            raise InvalidRequest(f"Invalid value for '{param}.phase': only an assistant message "
+                                 f"has a phase, one of {list(PHASES)}.", param=f"{param}.phase",
+                                 code="invalid_value")
+        message["phase"] = phase
+    return message
 
 
 def _text_part(part_type, text):
@@ -133,7 +144,9 @@ ITEM_BUILDERS = {
     "function_call_output": _function_call_output,
     "item_reference": _item_reference,
     "reasoning": _reasoning_item,
+    "compaction": compaction_input_item,
     **MCP_ITEM_BUILDERS,
+    **CUSTOM_ITEM_BUILDERS,
 }
 
 

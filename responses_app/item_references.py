@@ -79,7 +79,10 @@ def _request_history_items(tenant: Tenant, create: CreateRequest) -> dict[str, d
     if create.conversation_id:
         known = {item["id"]: item for item in conversation_items(create.conversation_id)}
     if create.previous_response_id:
-        for item in chain_items(tenant.id, create.previous_response_id) or ():
+        history = create.history
+        if history is None:
+            history = chain_items(tenant.id, create.previous_response_id) or ()
+        for item in history:
             if "id" in item:
                 known[item["id"]] = item
     return known

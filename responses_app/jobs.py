@@ -5,7 +5,9 @@ A `Job` is the columns of the response's row that a run reads (JOB_COLUMNS) and 
 The request side builds it from the validated request, writes it as the row
 (lifecycle.insert_response) and sends its run: the message is the id, or, for a run that
 may start before its claim is confirmed, the id with the job's columns (serialized here,
-once). A run whose message has no job reads the same columns back with its claim.
+once). A run whose message has no job reads the same columns back with its claim. When
+tracing is on the message also carries the request's trace context (W3C headers), so the
+run continues the request's trace.
 Both sides import this module; it imports neither.
 """
 from dataclasses import dataclass
@@ -52,33 +54,48 @@ class Job:
         """The request id and what the run must settle of its admission (accounting.ratelimit)."""
         return self.request.get("context") or {}
 
-    def message(self) -> bytes:
-        """The run queue's message for this job's run."""
-        return run_message(self.id, self.columns() if self.carried else None)
+    def message(self, trace: dict | None = None) -> bytes:
+        """The run queue's message for this job's run (with the trace context `trace`)."""
+        return run_message(self.id, self.columns() if self.carried else None, trace)
 
 
-def run_message(response_id: str, columns: dict | None = None) -> bytes:
-    """A run's message: its id, with its job's columns when given and small enough."""
+def run_message(response_id: str, columns: dict | None = None,
+                trace: dict | None = None) -> bytes:
+    """A run's message: its id, with its job's columns when given and small enough, and
+    the trace context when given."""
     if columns is not None:
-        try:
-            message = orjson.dumps({"id": response_id, "job": columns})
-        except TypeError:  # an integer beyond 64 bits: the database has the job
-            return response_id.encode()
-        if len(message) <= MAX_JOB_BYTES:
+        message = _encoded({"id": response_id, "job": columns}, trace)
+        if message is not None and len(message) <= MAX_JOB_BYTES:
             return message
+    if trace is not None:
+        return _encoded({"id": response_id, "job": None}, trace)
     return response_id.encode()
+
+
+def _encoded(fields: dict, trace: dict | None) -> bytes | None:
+    if trace is not None:
+        fields["trace"] = trace
+    try:
+        return orjson.dumps(fields)
+    except TypeError:  # an integer beyond 64 bits: the database has the job
+        return None
+
+
+def _parsed(message: bytes) -> tuple[str, dict | None, dict | None]:
+    if message.startswith(b"{"):
+        parsed = orjson.loads(message)
+        return parsed["id"], parsed["job"], parsed.get("trace")
+    return message.decode(), None, None
 
 
 def parse_run_message(message: bytes) -> tuple[str, dict | None]:
     """(response id, job columns or None) of a run queue message."""
-    if message.startswith(b"{"):
-        parsed = orjson.loads(message)
-        return parsed["id"], parsed["job"]
-    return message.decode(), None
+    return _parsed(message)[:2]
 
 
-def job_of_message(message: bytes) -> tuple[str, Job | None]:
-    """(response id, the job it carries or None)."""
-    response_id, columns = parse_run_message(message)
-    return response_id, None if columns is None else Job.of_columns(response_id, columns, True)
+def job_of_message(message: bytes) -> tuple[str, Job | None, dict | None]:
+    """(response id, the job it carries or None, the trace context it carries or None)."""
+    response_id, columns, trace = _parsed(message)
+    job = None if columns is None else Job.of_columns(response_id, columns, True)
+    return response_id, job, trace
 

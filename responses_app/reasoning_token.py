@@ -1,6 +1,8 @@
 """Reasoning round trips without storage: `encrypted_content` is the reasoning item's text,
 sealed with authenticated encryption under a key derived from SECRET_KEY, so only this
-deployment can read it back (Codex sends it with `store: false` on every turn)."""
+deployment can read it back (Codex sends it with `store: false` on every turn). Compaction
+items (responses_app/context) seal their summary the same way under a key of their own
+(`purpose`), so one kind of token is never accepted as the other."""
 import base64
 import hashlib
 
@@ -11,24 +13,35 @@ from django.conf import settings
 _fernets: dict = {}
 
 
-def _fernet() -> Fernet:
+def _fernet(purpose: str) -> Fernet:
     secret = settings.SECRET_KEY
-    fernet = _fernets.get(secret)
+    fernet = _fernets.get((secret, purpose))
     if fernet is None:
-        key = hashlib.sha256(b"responses-gateway reasoning v1\x00" + secret.encode()).digest()
-        fernet = _fernets[secret] = Fernet(base64.urlsafe_b64encode(key))
+        label = f"responses-gateway {purpose} v1\x00".encode()
+        key = hashlib.sha256(label + secret.encode()).digest()
+        fernet = _fernets[(secret, purpose)] = Fernet(base64.urlsafe_b64encode(key))
     return fernet
 
 
 def seal(item: dict) -> str:
     """The token for a reasoning item's content and summary."""
     payload = {"content": item.get("content") or [], "summary": item.get("summary") or []}
-    return _fernet().encrypt(orjson.dumps(payload)).decode()
+    return seal_payload(payload, "reasoning")
 
 
 def open_sealed(token: str) -> dict | None:
     """The content and summary sealed in `token`; None if it is not ours or was altered."""
+    return open_payload(token, "reasoning")
+
+
+def seal_payload(payload: dict, purpose: str) -> str:
+    return _fernet(purpose).encrypt(orjson.dumps(payload)).decode()
+
+
+def open_payload(token, purpose: str) -> dict | None:
+    """The payload sealed in `token` for `purpose`; None if it is not ours or was altered."""
     try:
-        return orjson.loads(_fernet().decrypt(token.encode()))
-    except (InvalidToken, ValueError, TypeError):
+        payload = orjson.loads(_fernet(purpose).decrypt(token.encode()))
+    except (InvalidToken, ValueError, TypeError, AttributeError):
         return None
+    return payload if isinstance(payload, dict) else None

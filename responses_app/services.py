@@ -21,6 +21,7 @@ from .item_references import resolve_item_references
 from .jobs import Job
 from .models import TERMINAL_STATUSES, ResponseStatus, StoredResponse, Tenant
 from .reasoning_token import open_sealed
+from .tool_outputs import check_tool_outputs
 from .translation.resource import new_response_resource
 
 log = logging.getLogger(__name__)
@@ -31,7 +32,8 @@ def needs_lookups(create: CreateRequest) -> bool:
     """Whether creating this response reads (or writes) stored state besides its own row:
     a chain, a conversation, referenced items, MCP servers and approvals. Such a request
     is prepared on a database thread, and its run reads its history when it starts."""
-    return bool(create.previous_response_id or create.conversation_id
+    continues_stored = create.previous_response_id and create.history is None
+    return bool(continues_stored or create.conversation_id
                 or any(item["type"] in LOOKUP_ITEM_TYPES for item in create.input_items)
                 or any(tool["type"] == "mcp" for tool in create.params.get("tools") or ()))
 
@@ -45,12 +47,18 @@ def response_prepare(tenant: Tenant, create: CreateRequest,
     reach the upstream). `context` travels with the run (request id, what its
     admission must settle)."""
     previous = create.previous_response_id
-    if previous and not _is_stored(tenant, previous):
+    if previous and create.history is None and not _is_stored(tenant, previous):
         raise InvalidRequest(f"Previous response with id '{previous}' not found.",
                              param="previous_response_id", code="previous_response_not_found")
     if create.conversation_id:
         conversation_check_input(tenant, create.conversation_id, create.input_items)
-    input_items = [_unsealed(item) for item in resolve_item_references(tenant, create)]
+    input_items = [unsealed(item) for item in resolve_item_references(tenant, create)]
+    check_tool_outputs(tenant, create, input_items)
+    history = create.history
+    if history is not None and create.store:
+        # A stored response continuing one that was not: a stored chain starts here, so it
+        # keeps what it continued as its own input (what a later continuation reads back).
+        input_items, history = history + input_items, []
     created_at = time.time()
     response_id = new_id("resp")
     mcp_request_prepare(tenant, create, response_id)
@@ -65,10 +73,19 @@ def response_prepare(tenant: Tenant, create: CreateRequest,
         background=create.background, previous_response_id=previous,
         conversation_id=create.conversation_id,
         created_at=datetime.fromtimestamp(created_at, timezone.utc),
-        request={"instructions": create.instructions, "params": create.params,
-                 "include": create.include, "context": context or {}},
+        request=_run_request(create, context, history),
         input_items=input_items, resource=resource,
         carried=not (create.background or needs_lookups(create)))
+
+
+def _run_request(create: CreateRequest, context: dict | None, history: list | None) -> dict:
+    """The job's `request`: what its run needs besides the input (and the history it
+    continues, when the front door supplied it: the run reads no chain then)."""
+    request = {"instructions": create.instructions, "params": create.params,
+               "include": create.include, "context": context or {}}
+    if history is not None:
+        request["history"] = history
+    return request
 
 
 async def response_start(job: Job) -> None:
@@ -130,7 +147,7 @@ def response_delete(tenant: Tenant, response_id: str) -> None:
     event_bus().delete(response_id)
 
 
-def _unsealed(item: dict) -> dict:
+def unsealed(item: dict) -> dict:
     """A reasoning item sent back with our `encrypted_content` gets its text restored."""
     if item["type"] != "reasoning" or not item.get("encrypted_content") or item["content"]:
         return item

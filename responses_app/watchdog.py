@@ -6,6 +6,11 @@ heartbeat (a SIGKILL, an OOM kill, a lost machine). The watchdog fails it
 over it; the items the run left open closed; `response.failed` appended): live readers
 see the failure and the end. Every web and worker process runs it on a timer; a
 Redis lock lets one of them do each round.
+
+Each round also gives back to the run queue the messages that dead workers had taken and
+not yet claimed (run_delivery.py): a run is delivered at least once, with no memory of
+what was sent. Embedded, the run queue is the process's own memory: when the process
+starts, the runs a previous process left queued are sent again, once.
 """
 import logging
 import os
@@ -23,8 +28,6 @@ from .models import ResponseStatus, StoredResponse
 log = logging.getLogger(__name__)
 
 LOCK_KEY = "gw:watchdog"
-REDISPATCH_BATCH = 500
-_redispatched: dict[str, float] = {}  # response id -> when this process last sent it again
 
 
 def fail_orphaned_runs() -> list[str]:
@@ -41,26 +44,25 @@ def fail_orphaned_runs() -> list[str]:
     return failed
 
 
-def redispatch_stale_queued() -> list[str]:
-    """Send again the runs queued for too long: their task message died with a worker (the
-    claim is atomic, so a duplicate message is harmless). Each at most once per period."""
-    now = time.time()
-    cutoff = datetime.fromtimestamp(now - settings.QUEUED_REDISPATCH_SECONDS, timezone.utc)
-    stale = list(StoredResponse.objects.filter(status=ResponseStatus.QUEUED, created_at__lt=cutoff)
-                 .order_by("created_at").values_list("id", flat=True)[:REDISPATCH_BATCH])
-    sent = []
+def give_back_dead_workers_runs() -> int:
+    """Give back to the run queue the messages taken by workers that are gone."""
+    from .redis_client import sync_redis
+    from .run_delivery import reclaim_from_dead_workers
+
+    return reclaim_from_dead_workers(sync_redis(), backends.service("heartbeats").alive)
+
+
+def resend_runs_queued_before(started: datetime) -> list[str]:
+    """Embedded: send again the runs left queued by a previous process (its dispatcher was
+    its memory); each once, by the process that starts after it."""
+    stale = list(StoredResponse.objects
+                 .filter(status=ResponseStatus.QUEUED, created_at__lt=started)
+                 .order_by("created_at").values_list("id", flat=True))
     for response_id in stale:
-        if _redispatched.get(response_id, 0) > now - settings.QUEUED_REDISPATCH_SECONDS:
-            continue
-        _redispatched[response_id] = now
         dispatcher().resend(response_id)
-        sent.append(response_id)
-    for response_id, when in list(_redispatched.items()):
-        if when < now - 2 * settings.QUEUED_REDISPATCH_SECONDS:
-            del _redispatched[response_id]
-    if sent:
-        log.warning("sent again %d runs that stayed queued", len(sent))
-    return sent
+    if stale:
+        log.warning("sent again %d runs left queued by the previous process", len(stale))
+    return stale
 
 
 def run_round() -> list[str]:
@@ -72,7 +74,8 @@ def run_round() -> list[str]:
         if not sync_redis().set(LOCK_KEY, 1, nx=True, px=max(interval_ms - 100, 100)):
             return []
     failed = fail_orphaned_runs()
-    redispatch_stale_queued()
+    if not backends.in_process():
+        give_back_dead_workers_runs()
     return failed
 
 
@@ -86,6 +89,8 @@ def start_background_thread(beat: bool) -> None:
 
 
 def _forever(beat: bool) -> None:
+    started = datetime.now(timezone.utc)
+    resend_queued = backends.in_process()
     interval = settings.WATCHDOG_INTERVAL_SECONDS
     heartbeat_every = settings.WORKER_HEARTBEAT_TTL_SECONDS / 3
     next_round = time.monotonic() + interval
@@ -93,6 +98,9 @@ def _forever(beat: bool) -> None:
         try:
             if beat:
                 backends.service("heartbeats").beat()
+            if resend_queued:
+                resend_runs_queued_before(started)
+                resend_queued = False
             if time.monotonic() >= next_round:
                 next_round = time.monotonic() + interval
                 run_round()

@@ -18,6 +18,7 @@ from tests.servers import (  # noqa: E402
     E2E_REDIS_DB, REDIS_BASE_URL, Deployment, drop_postgres_database, fresh_postgres_database)
 
 KEEPALIVE_SECONDS = "1"
+pytest_plugins = ("tests.node_clients",)  # the Node.js clients' install (node_clients fixture)
 
 
 @pytest.fixture(scope="session")

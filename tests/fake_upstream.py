@@ -6,7 +6,10 @@ frames are encoded once and each chunk is a single ``http.response.body`` messag
 
 Routes:
   POST   /v1/chat/completions  streaming (``stream: true``) or a ``chat.completion`` JSON
-  GET    /v1/models            the named scenarios
+  GET    /v1/models            the named scenarios (with vLLM's ``max_model_len``: FAKE_MAX_MODEL_LEN)
+  POST   /tokenize             vLLM's (``messages`` or ``prompt``: ``count``) and llama.cpp's
+                                (``content``: ``tokens``); one token per whitespace-separated word
+                                of the messages as ``fake-echo`` renders them; recorded in the log
   GET    /_log                 recorded requests ``[{"path", "headers", "body"}]``
   DELETE /_log                 clear the log
   GET    /_stats               ``{"requests", "disconnects", "completed", "in_flight",
@@ -17,8 +20,9 @@ In-process use::
     up = FakeUpstream().start()      # port 0 -> ephemeral; up.base_url == "http://127.0.0.1:<port>/v1"
     ...; up.requests(); up.stats(); up.clear(); up.stop()
 
-Separate process: ``python -m tests.fake_upstream --port 8901 [--no-record]`` prints
-``READY <port>`` once listening.
+Separate process: ``python -m tests.fake_upstream --port 8901 [--no-record] [--host H]``
+prints ``READY <port>`` once listening (on 127.0.0.1 unless ``--host`` says otherwise: the
+compose check runs it in a container of its own).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ import orjson
 import uvicorn
 
 from tests.upstream_scenarios import (CREATED, SCENARIOS, Scenario, accumulate, flaky_failure, is_cacheable,
-                                      scenario_for)
+                                      render_messages, scenario_for)
 
 try:
     import httptools  # noqa: F401
@@ -48,6 +52,7 @@ DONE = b"data: [DONE]\n\n"
 BAD_CHUNK = b"data: {not json\n\n"
 SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
 JSON_HEADERS = [(b"content-type", b"application/json")]
+FAKE_MAX_MODEL_LEN = 2048
 
 
 class _Drop(Exception):
@@ -118,8 +123,11 @@ class FakeUpstreamApp:
         if path == "/v1/chat/completions" and method == "POST":
             await self.chat(scope, receive, send)
         elif path == "/v1/models" and method == "GET":
-            data = [{"id": name, "object": "model", "created": 0, "owned_by": "fake"} for name in SCENARIOS]
+            data = [{"id": name, "object": "model", "created": 0, "owned_by": "fake",
+                     "max_model_len": FAKE_MAX_MODEL_LEN} for name in SCENARIOS]
             await self._json(send, 200, {"object": "list", "data": data})
+        elif path == "/tokenize" and method == "POST":
+            await self.tokenize(scope, receive, send)
         elif path == "/_log" and method == "GET":
             await self._json(send, 200, self.log)
         elif path == "/_log" and method == "DELETE":
@@ -159,6 +167,20 @@ class FakeUpstreamApp:
             await self.stream(receive, send, model, sc, extra)
         else:
             await self.non_stream(send, sc, extra)
+
+    async def tokenize(self, scope, receive, send) -> None:
+        body = orjson.loads(await self._read_body(receive) or b"{}")
+        if self.record:
+            self.log.append({"path": scope["path"], "headers": {}, "body": body})
+        if "messages" in body:
+            words = render_messages(body["messages"]).split()
+        else:
+            words = str(body.get("prompt", body.get("content", ""))).split()
+        if "content" in body:
+            await self._json(send, 200, {"tokens": list(range(len(words)))})
+        else:
+            await self._json(send, 200, {"count": len(words), "max_model_len": FAKE_MAX_MODEL_LEN,
+                                         "tokens": list(range(len(words)))})
 
     async def stream(self, receive, send, model: str, sc: Scenario, extra: list) -> None:
         frames = self.frames(model, sc)
@@ -245,12 +267,12 @@ def _config(app: FakeUpstreamApp, **kw) -> uvicorn.Config:
     return config
 
 
-def _bind(port: int) -> socket.socket:
+def _bind(port: int, host: str = "127.0.0.1") -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     # no Nagle: a paced stream is many small writes (accepted sockets inherit this)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind(("127.0.0.1", port))
+    sock.bind((host, port))
     return sock
 
 
@@ -318,8 +340,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8901)
     parser.add_argument("--no-record", action="store_true", help="do not keep a request log (benchmark mode)")
+    parser.add_argument("--host", default="127.0.0.1")
     args = parser.parse_args(argv)
-    sock = _bind(args.port)
+    sock = _bind(args.port, args.host)
     server = uvicorn.Server(_config(FakeUpstreamApp(record=not args.no_record)))
 
     async def run() -> None:

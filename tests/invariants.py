@@ -98,6 +98,9 @@ class ArgumentsChannel:
 FUNCTION_ARGUMENTS = ArgumentsChannel(
     "response.function_call_arguments.delta", "response.function_call_arguments.done", "arguments"
 )
+CUSTOM_TOOL_INPUT = ArgumentsChannel(
+    "response.custom_tool_call_input.delta", "response.custom_tool_call_input.done", "input"
+)
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,7 @@ ITEM_KINDS = {
             tolerated_events=("response.output_text.annotation.added",),
         ),
         ItemKind("function_call", ("id", "call_id", "name"), status_required=True, arguments=FUNCTION_ARGUMENTS),
+        ItemKind("custom_tool_call", ("id", "call_id", "name"), status_required=True, arguments=CUSTOM_TOOL_INPUT),
         ItemKind(
             "reasoning",
             ("id",),
@@ -162,6 +166,8 @@ ITEM_KINDS = {
             ),
         ),
         ItemKind("mcp_approval_request", ("id", "name", "server_label"), status_required=False),
+        ItemKind("compaction", ("id",), status_required=False,
+                 tolerated_events=("response.compaction.compacting",)),
     )
 }
 ALL_TOLERATED_EVENTS = frozenset(e for k in ITEM_KINDS.values() for e in k.tolerated_events)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import socket
 import threading
 import time
@@ -59,11 +60,32 @@ def build_server(name: str, stats: dict) -> MCPServer:
     return server
 
 
+def _recording_methods(receive, methods: list):
+    """`receive` that appends the JSON-RPC method of each request body to `methods`."""
+    body = []
+
+    async def recording():
+        message = await receive()
+        if message["type"] == "http.request":
+            body.append(message.get("body", b""))
+            if not message.get("more_body"):
+                try:
+                    payload = json.loads(b"".join(body) or b"null")
+                except ValueError:
+                    payload = None
+                for request in payload if isinstance(payload, list) else [payload]:
+                    if isinstance(request, dict) and "method" in request:
+                        methods.append(request["method"])
+        return message
+    return recording
+
+
 class McpTestServer:
     """Streamable HTTP (`url`) and legacy SSE (`sse_url`) servers in a background thread."""
 
     def __init__(self, name: str = "demo"):
-        self.stats = {"calls": 0, "sleeping": 0, "slept": 0, "authorization": [], "hosts": []}
+        self.stats = {"calls": 0, "sleeping": 0, "slept": 0, "authorization": [], "hosts": [],
+                      "methods": []}
         self.name = name
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -102,6 +124,7 @@ class McpTestServer:
                 stats["hosts"].append(headers.get(b"host", b"").decode())
                 if b"authorization" in headers:
                     stats["authorization"].append(headers[b"authorization"].decode())
+                receive = _recording_methods(receive, stats["methods"])
             await inner(scope, receive, send)
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))

@@ -51,6 +51,8 @@ OPENRESPONSES_EVENT_NAMES = {
 _NO_MCP = "Open Responses (spec 2026-04-24) has no MCP events; MCP is an OpenAI hosted-tool extension"
 # Event types we may emit that are validated by the openai model only, with the reason.
 OPENRESPONSES_UNVALIDATED_EVENTS = {
+    "response.compaction.compacting": (
+        "Open Responses (spec 2026-04-24) models the compaction item but no event announcing it"),
     "error": (
         "shapes differ: OpenAI's `error` event has code/message/param at top level, Open Responses "
         "nests them in an `error` object; we follow OpenAI (and PROTOCOL uses response.failed instead)"
@@ -63,6 +65,8 @@ OPENRESPONSES_UNVALIDATED_EVENTS = {
     "response.mcp_call.failed": _NO_MCP,
     "response.mcp_call_arguments.delta": _NO_MCP,
     "response.mcp_call_arguments.done": _NO_MCP,
+    "response.custom_tool_call_input.delta": "Open Responses (spec 2026-04-24) has no custom tools",
+    "response.custom_tool_call_input.done": "Open Responses (spec 2026-04-24) has no custom tools",
 }
 
 _NO_MCP_ITEM = "Open Responses output items are message/function_call/function_call_output/reasoning/compaction"
@@ -73,6 +77,7 @@ OPENRESPONSES_UNMODELLED_ITEM_TYPES = {
     "mcp_list_tools": _NO_MCP_ITEM,
     "mcp_call": _NO_MCP_ITEM,
     "mcp_approval_request": _NO_MCP_ITEM,
+    "custom_tool_call": _NO_MCP_ITEM,
 }
 # Other ways we adapt a response object before the ResponseResource check, with the reason.
 OPENRESPONSES_RESPONSE_ADJUSTMENTS = {

@@ -73,6 +73,15 @@ def assert_embedded_postgres_stopped(pgdata: Path) -> None:
         raise AssertionError(f"the embedded PostgreSQL on {pgdata} still ran (pid {pid})")
 
 
+def manage(env: dict, *args: str) -> str:
+    """Run `manage.py args` with `env`; its output (a failure raises with it)."""
+    done = subprocess.run([PYTHON, "manage.py", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
+    return done.stdout
+
+
 class Deployment:
     """One gateway deployment: its environment, `manage.py` commands, web and worker."""
 
@@ -93,11 +102,7 @@ class Deployment:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def manage(self, *args: str) -> str:
-        done = subprocess.run([PYTHON, "manage.py", *args], cwd=ROOT, env=self.env,
-                              capture_output=True, text=True, timeout=120)
-        if done.returncode != 0:
-            raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
-        return done.stdout
+        return manage(self.env, *args)
 
     def new_api_key(self, tenant: str) -> str:
         return self.manage("create_tenant", tenant).strip().splitlines()[-1]
@@ -132,11 +137,11 @@ class Deployment:
         )
 
     def stop_web(self) -> None:
-        _terminate(self.web)
+        terminate(self.web)
         self.web = None
 
     def stop_worker(self) -> None:
-        _terminate(self.worker)
+        terminate(self.worker)
         self.worker = None
 
     def stop(self) -> None:
@@ -144,7 +149,7 @@ class Deployment:
             if process is not None and process.poll() is None:
                 process.send_signal(signal.SIGTERM)
         for process in (self.web, self.worker):
-            _terminate(process)
+            terminate(process)
         self.web = self.worker = None
 
     def restart(self) -> None:
@@ -155,7 +160,7 @@ class Deployment:
         return "\n".join(f"--- {p.name}\n{p.read_text()}" for p in sorted(self.workdir.glob("*.log")))
 
 
-def _terminate(process: subprocess.Popen | None) -> None:
+def terminate(process: subprocess.Popen | None) -> None:
     """SIGTERM, then SIGKILL if it has not gone within 15 s."""
     if process is None:
         return

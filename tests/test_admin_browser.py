@@ -329,3 +329,26 @@ def test_tenant_usage_counts_per_day_and_per_model(admin_client, alice, bob,
     assert [(e["error_code"], e["responses"]) for e in usage.error_codes] == [("server_error", 1)]
     week = admin_client.get(f"/admin/responses_app/tenant/{alice.pk}/usage/", {"days": "90"})
     assert week.context["usage"].totals["responses"] == 4
+
+
+def test_phase_and_custom_tool_calls_are_shown(admin_client, alice):
+    output = [
+        {**assistant_message("Patching."), "phase": "commentary"},
+        {"id": "ctc_1", "type": "custom_tool_call", "call_id": "call_1", "name": "apply_patch",
+         "input": "*** Begin Patch\n<b>x</b>", "status": "completed"},
+    ]
+    response = stored(alice, output=output, input_items=[
+        {**assistant_message("Earlier."), "phase": "final_answer"},
+        {"id": "ctco_1", "type": "custom_tool_call_output", "call_id": "call_0",
+         "output": "Done", "status": "completed"}])
+    page = admin_client.get(detail_url(response.id))
+    turn = page.context["current"]
+    assert [(item.title, item.meta) for item in turn.output_items] == [
+        ("assistant", [("phase", "commentary")]),
+        ("custom tool call apply_patch", [("call_id", "call_1")])]
+    assert [(item.title, item.meta) for item in turn.input_items] == [
+        ("assistant", [("phase", "final_answer")]),
+        ("custom tool output", [("call_id", "call_0")])]
+    html = page.content.decode()
+    assert '<span class="meta">phase commentary</span>' in html
+    assert "*** Begin Patch\n&lt;b&gt;x&lt;/b&gt;" in html

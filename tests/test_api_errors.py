@@ -123,7 +123,8 @@ def test_unknown_previous_response_is_400(client, key):
 @pytest.mark.parametrize("method, path, status, code", [
     ("get", "/v1/nothing-here", 404, "unknown_route"),
     ("post", "/v1/chat/completions", 404, "unknown_route"),
-    ("post", "/v1/responses/compact", 404, "unknown_route"),
+    ("post", "/v1/responses/compact", 415, "unsupported_media_type"),  # a form: JSON only
+    ("post", "/v1/responses/input_tokens", 415, "unsupported_media_type"),
     ("get", "/v1/responses/resp_missing", 404, "not_found"),
     ("delete", "/v1/responses/resp_missing", 404, "not_found"),
     ("get", "/v1/responses/resp_missing/input_items", 404, "not_found"),
@@ -144,12 +145,31 @@ def test_unauthenticated_detail_is_401_not_404(client):
     assert_error(client.get("/v1/responses/resp_x"), 401, "invalid_api_key")
 
 
-def test_a_websocket_handshake_is_refused_cleanly():
+def test_a_websocket_without_a_key_gets_an_error_frame_and_4401():
+    """WebSocket mode (/v1/responses): the handshake is accepted, the missing key answered
+    with OpenAI's error frame, then the socket closed (4401)."""
     from channels.testing import WebsocketCommunicator
 
-    communicator = WebsocketCommunicator(application, "/v1/responses")
+    async def handshake():
+        communicator = WebsocketCommunicator(application, "/v1/responses")
+        connected, _ = await communicator.connect(timeout=5)
+        return (connected, await communicator.receive_json_from(timeout=5),
+                await communicator.receive_output(timeout=5))
+
+    connected, frame, closed = async_to_sync(handshake)()
+    assert connected
+    assert frame == {"type": "error", "status": 401, "error": {
+        "type": "invalid_request_error", "code": "invalid_api_key", "param": None,
+        "message": "You didn't provide an API key. Send it as 'Authorization: Bearer sk-...'."}}
+    assert closed == {"type": "websocket.close", "code": 4401}
+
+
+def test_a_websocket_handshake_elsewhere_is_refused_cleanly():
+    from channels.testing import WebsocketCommunicator
+
+    communicator = WebsocketCommunicator(application, "/v1/models")
     connected, code = async_to_sync(communicator.connect)(timeout=5)
-    assert (connected, code) == (False, 1008)
+    assert (connected, code) == (False, 1000)
 
 
 def test_a_bad_host_header_is_a_json_400(key):

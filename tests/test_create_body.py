@@ -43,6 +43,11 @@ STRUCTURED = {
     "metadata": [{"k": "v"}, {f"k{i}": "v" for i in range(16)},
                  {f"k{i}": "v" for i in range(17)}, {"k": 1}, {"k" * 65: "v"},
                  {"k": "v" * 513}],
+    "context_management": [[], [{"type": "compaction"}],
+                           [{"type": "compaction", "compact_threshold": 1000}],
+                           [{"type": "compaction", "compact_threshold": 0}],
+                           [{"type": "compaction", "compact_threshold": "9"}],
+                           [{"type": "truncation"}], [{}], {"type": "compaction"}],
 }
 
 # (field, probe as JSON): accepted by the schema, refused by the validator, and why.

@@ -249,7 +249,6 @@ def test_the_parameters_the_gateway_does_not_apply_are_accepted_and_left_out():
     request = parse(input="hi", prompt_cache_retention="24h",
                     prompt_cache_options={"mode": "implicit"},
                     stream_options={"include_obfuscation": False},
-                    context_management=[{"type": "compaction", "compact_threshold": 1000}],
                     background_options={"completion_window": "soonest"},
                     moderation={"model": "omni-moderation-latest"},
                     image={"context_compression": "auto"}, access_programs={"cyber": "standard"})

@@ -380,3 +380,32 @@ def test_cancel_stops_a_tool_call_in_flight(api, demo):
     assert [(item["type"], item.get("status")) for item in output] == [
         ("mcp_list_tools", None), ("mcp_call", "incomplete")]
     assert cancelled["output"] == output
+
+
+def test_a_chain_lists_the_tools_once(api, demo):
+    """The listing made on the first turn serves every call along the chain: the `mcp`
+    client is given it, so it never lists the tools itself before a call."""
+    methods = demo.stats["methods"]
+    before = len(methods)
+    _, first = stream(api, {"model": "fake-tool-caller", "tools": [mcp_tool(demo)],
+                            "input": 'call demo__echo {"text": "one"}'})
+    _, second = stream(api, {"model": "fake-tool-caller", "tools": [mcp_tool(demo)],
+                             "previous_response_id": first["id"],
+                             "input": 'call demo__echo {"text": "two"}\n'
+                                      'call demo__sum {"a": 1, "b": 2}'})
+    assert [i["type"] for i in first["output"]] == ["mcp_list_tools", "mcp_call", "message"]
+    assert [i.get("output") for i in second["output"]] == ["echo: two", "3", None]
+    calls = [m for m in methods[before:] if m.startswith("tools/")]
+    assert calls == ["tools/list", "tools/call", "tools/call", "tools/call"]
+
+
+def test_a_custom_tool_call_ends_the_run_for_the_client(api, demo, clean_upstream):
+    patch = {"type": "custom", "name": "apply_patch"}
+    events, final = stream(api, {
+        "model": "fake-tool-caller", "tools": [mcp_tool(demo), patch],
+        "input": 'call demo__echo {"text": "x"}\ncall apply_patch {"input": "*** Begin"}'})
+    assert [(i["type"], i.get("name")) for i in final["output"]] == [
+        ("mcp_list_tools", None), ("mcp_call", "echo"), ("custom_tool_call", "apply_patch")]
+    assert final["output"][2]["input"] == "*** Begin"
+    # the client runs the custom tool: no second upstream turn
+    assert len(clean_upstream.requests()) == 1

@@ -15,6 +15,7 @@ from tests.invariants import check_stream
 from tests.oracles import check_sse_stream
 from tests.servers import Deployment, RedisServer
 from tests.sse import parse_sse
+from tests.websocket_client import checked_turn, error_turn, open_socket
 
 POLL_SECONDS = 30
 
@@ -145,6 +146,28 @@ def test_the_request_id_follows_a_run_from_web_to_worker(stack, api):
     assert insane.headers["x-request-id"].startswith("req_")
 
 
+def test_websocket_frames_are_counted_and_logged_as_requests(stack):
+    deployment, _, key, _ = stack
+    before = scrape(deployment)
+    with open_socket(deployment, key) as ws:
+        events, final = checked_turn(ws, model="fake-text", store=False, input="hi")
+        assert error_turn(ws, input="no model")["status"] == 400
+    after = scrape(deployment)
+    requests = "gateway_http_requests_total"
+    assert delta(before, after, requests, route="v1/responses", method="WEBSOCKET",
+                 status="200") == 1
+    assert delta(before, after, requests, route="v1/responses", method="WEBSOCKET",
+                 status="400") == 1
+    assert delta(before, after, "gateway_events_relayed_total") == len(events)
+    assert after[("gateway_active_streams", ())] == 0
+    worker = poll_for(lambda: logged_with(deployment, f"run {final['id']} completed", {
+        "responses_app.worker.run_observer"}), "the run's log line")
+    request_id = worker["responses_app.worker.run_observer"]["request_id"]
+    access = poll_for(lambda: logged_with(deployment, request_id, {"gateway.access"}),
+                      "the frame's access line")
+    assert access["gateway.access"]["message"] == "WEBSOCKET /v1/responses 200"
+
+
 def test_readyz_goes_red_without_a_worker_and_green_again(stack):
     deployment, _, _, _ = stack
     green = readyz(deployment)
@@ -221,3 +244,21 @@ def test_the_embedded_mode_limits_and_reports_without_redis(upstream, tmp_path_f
         assert delta({}, samples, "gateway_rate_limited_total", code="rate_limit_exceeded") == 1
     finally:
         deployment.stop()
+
+
+def test_history_repairs_are_counted_by_kind(stack, api):
+    deployment, _, _, _ = stack
+    before = scrape(deployment)
+    response = api.post("/responses", json={"model": "fake-text", "input": [
+        {"role": "user", "content": "Weather in Oslo and Paris?"},
+        {"type": "reasoning", "summary": []},
+        {"type": "function_call", "call_id": "call_a", "name": "weather", "arguments": "{}"},
+        {"type": "function_call", "call_id": "call_b", "name": "weather", "arguments": "{}"},
+        {"role": "user", "content": "Hurry."},
+        {"type": "function_call_output", "call_id": "call_b", "output": "rain"}]})
+    assert response.status_code == 200
+    after = scrape(deployment)
+    repairs = "gateway_history_repairs_total"
+    assert [delta(before, after, repairs, repair=kind) for kind in (
+        "empty_reasoning", "missing_output", "regrouped_outputs", "missing_call",
+        "duplicate_output", "merged_user_messages")] == [1, 1, 1, 0, 0, 0]

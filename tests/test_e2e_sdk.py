@@ -1,7 +1,11 @@
 """The openai SDK as the judge: `responses.stream(...).get_final_response()` and
-`responses.create(...)` against the production path."""
+`responses.create(...)` against the production path: streams, tools, chains, item
+references, background polling, stream resume (`starting_after`) and cancel."""
+import time
+
 import pytest
 
+from tests.invariants import check_cancelled_stream, check_stream
 from tests.upstream_scenarios import SCENARIOS, text_of
 
 REASONING_PIECES = sum(1 for c in SCENARIOS["fake-reasoning"].chunks
@@ -106,3 +110,66 @@ def test_agents_sdk_style_messages_without_type(openai_client, clean_upstream):
         input=[{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"},
                {"role": "user", "content": [{"type": "input_text", "text": "three"}]}])
     assert response.output_text == "system: Be brief.\nuser: one\nassistant: two\nuser: three"
+
+
+def dumped(events) -> list[dict]:
+    return [event.model_dump(mode="json", exclude_unset=True, warnings=False)
+            for event in events]
+
+
+def test_sdk_chain_item_reference_and_input_items(openai_client, clean_upstream):
+    first = openai_client.responses.create(model="fake-echo", input="one")
+    second = openai_client.responses.create(model="fake-echo", input="two",
+                                            previous_response_id=first.id)
+    third = openai_client.responses.create(model="fake-echo", input=[
+        {"type": "item_reference", "id": first.output[0].id},
+        {"role": "user", "content": "three"}])
+    assert (first.output_text, second.previous_response_id, third.previous_response_id) == (
+        "user: one", first.id, None)
+    assert [request["body"]["messages"] for request in clean_upstream.requests()] == [
+        [{"role": "user", "content": "one"}],
+        [{"role": "user", "content": "one"}, {"role": "assistant", "content": "user: one"},
+         {"role": "user", "content": "two"}],
+        [{"role": "assistant", "content": "user: one"}, {"role": "user", "content": "three"}],
+    ]
+    listed = openai_client.responses.input_items.list(third.id, order="asc").data
+    assert [(item.type, item.role, item.content[0].text) for item in listed] == [
+        ("message", "assistant", "user: one"), ("message", "user", "three")]
+
+
+def test_sdk_background_polls_to_completed_then_resumes_its_stream(openai_client):
+    created = openai_client.responses.create(model="bench-12-10", input="bg", background=True)
+    assert (created.status, created.background, created.output) == ("queued", True, [])
+    for _ in range(300):  # bounded: 300 polls of 0.1 s
+        polled = openai_client.responses.retrieve(created.id)
+        if polled.status not in ("queued", "in_progress"):
+            break
+        time.sleep(0.1)
+    assert (polled.status, polled.output_text) == ("completed", "".join(
+        f"w{i} " for i in range(12)))
+    with openai_client.responses.retrieve(created.id, stream=True) as stream:
+        whole = dumped(stream)
+    assert check_stream(whole)["output"] == dumped([polled])[0]["output"]
+    with openai_client.responses.retrieve(created.id, stream=True, starting_after=5) as stream:
+        tail = dumped(stream)
+    assert tail == whole[6:]
+
+
+def test_sdk_cancels_a_background_response_mid_run(openai_client, clean_upstream):
+    model = "bench-50-20-held3-sdk-cancel"
+    with openai_client.responses.create(model=model, input="cancel me", background=True,
+                                        stream=True) as stream:
+        events = []
+        for event in stream:  # the upstream holds after 3 words: cancel once they came
+            events.append(event)
+            if [e.type for e in events].count("response.output_text.delta") == 3:
+                cancelled = openai_client.responses.cancel(events[0].response.id)
+        events = dumped(events)
+    assert cancelled.status == "cancelled"
+    output = check_cancelled_stream(events)
+    streamed = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
+    assert streamed == "w0 w1 w2 "
+    stored = openai_client.responses.retrieve(cancelled.id)
+    assert (stored.status, dumped([stored])[0]["output"]) == ("cancelled", output)
+    assert openai_client.responses.cancel(cancelled.id).status == "cancelled"
+    clean_upstream.release(model)

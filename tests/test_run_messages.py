@@ -3,7 +3,8 @@ it (a foreground run that reads nothing stored); a job the message cannot carry 
 the database, and the worker reads it with its claim."""
 import orjson
 
-from responses_app.jobs import JOB_COLUMNS, MAX_JOB_BYTES, parse_run_message, run_message
+from responses_app.jobs import (
+    JOB_COLUMNS, MAX_JOB_BYTES, job_of_message, parse_run_message, run_message)
 
 JOB = {"tenant_id": 7, "model": "m", "store": True, "background": False,
        "previous_response_id": None, "conversation_id": None,
@@ -35,3 +36,15 @@ def test_a_job_too_large_for_a_message_stays_in_the_database():
 def test_a_job_orjson_cannot_encode_stays_in_the_database():
     beyond_64_bits = {**JOB, "request": {**JOB["request"], "params": {"seed": 2 ** 70}}}
     assert run_message("resp_1", beyond_64_bits) == b"resp_1"
+
+
+def test_a_trace_context_travels_with_the_id_and_with_the_job():
+    trace = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+    assert orjson.loads(run_message("resp_1", None, trace)) == {
+        "id": "resp_1", "job": None, "trace": trace}
+    assert job_of_message(run_message("resp_1", None, trace)) == ("resp_1", None, trace)
+    message = run_message("resp_1", JOB, trace)
+    assert orjson.loads(message) == {"id": "resp_1", "job": JOB, "trace": trace}
+    response_id, job, carried = job_of_message(message)
+    assert (response_id, job.columns(), job.carried, carried) == ("resp_1", JOB, True, trace)
+    assert job_of_message(b"resp_1") == ("resp_1", None, None)

@@ -125,7 +125,8 @@ def start_redis(workdir: Path) -> tuple[subprocess.Popen, str]:
     log = workdir / "redis.log"
     process = subprocess.Popen(
         [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no", "--dir", str(workdir)],
+         "--appendonly", "no", "--dir", str(workdir),
+         "--databases", "64"],  # as many as the machine's: TEST_REDIS_DB_BASE may be high
         stdout=log.open("w"), stderr=subprocess.STDOUT)
     url = f"redis://127.0.0.1:{port}"
     _wait_until(lambda: redis_answers(url), process, "Redis", log)

@@ -15,7 +15,12 @@ Dynamic model names handled by :func:`scenario_for`:
 * ``fake-slow-<ms>``     -- ``fake-text`` with a first-byte delay of ``ms`` milliseconds;
 * ``fake-tool-caller``   -- scripted by the conversation: after tool results, answers
   ``Results: <result> | <result>``; else each line ``call <function> <json arguments>`` of the
-  last user message becomes a tool call (arguments streamed in two pieces); else ``No tools.``;
+  last user message becomes a tool call (arguments streamed in two pieces); else a last user
+  message ``Count from 1 to <n>…`` gets the numbers, one line each, 20 ms apart; else
+  ``No tools.``;
+* ``fake-tool-loop-<n>``  -- an agent loop of ``n`` tool calls: while the conversation holds fewer
+  than ``n`` tool results, calls ``step`` with ``{"step": <results + 1>}`` (call id
+  ``call_step_<results + 1>``); then answers ``Done after <n> steps.``;
 * ``fake-flaky-<status>x<n>[-<tag>]`` -- the first ``n`` requests for this exact model name
   fail with HTTP ``status`` (a 429 carries ``retry-after: 0``), later ones are ``fake-text``
   (the server counts per model name: use a fresh tag per test);
@@ -219,6 +224,17 @@ def flaky_failure(model: str) -> tuple[Scenario, int] | None:
     headers = {"retry-after": "0"} if status == 429 else {}
     return _error(status, f"flaky upstream: HTTP {status}", "server_error", headers=headers), times
 _SLOW = re.compile(r"fake-slow-(\d+)")
+_COUNT = re.compile(r"Count from 1 to (\d+)")
+_TOOL_LOOP = re.compile(r"fake-tool-loop-(\d+)")
+
+
+def _tool_loop(model: str, steps: int, messages: list[dict]) -> Scenario:
+    done = sum(1 for message in messages if message.get("role") == "tool")
+    if done >= steps:
+        return Scenario(_text(model, ["Done after ", f"{steps} steps."]))
+    arguments = f'{{"step": {done + 1}}}'
+    return Scenario(_stream(model, [_call_head(0, f"call_step_{done + 1}", "step", arguments[:5]),
+                                    _call_args(0, arguments[5:])], "tool_calls"))
 
 
 def _tool_caller(model: str, messages: list[dict]) -> Scenario:
@@ -232,6 +248,10 @@ def _tool_caller(model: str, messages: list[dict]) -> Scenario:
     user = next((m for m in reversed(messages) if m.get("role") == "user"), {})
     calls = [line.split(" ", 2) for line in _part_text(user.get("content")).splitlines()
              if line.startswith("call ")]
+    counting = _COUNT.match(_part_text(user.get("content")))
+    if not calls and counting:
+        return Scenario(_text(model, [f"{i}\n" for i in range(1, int(counting[1]) + 1)]),
+                        pacing=0.02)
     if not calls:
         return Scenario(_text(model, ["No tools."]))
     deltas = []
@@ -257,12 +277,14 @@ def scenario_for(model: str, request_body: dict) -> Scenario:
         return replace(_bench(model, int(m[1]), int(m[2])), hold_after=int(m[3]))
     if m := _SLOW.fullmatch(model or ""):
         return _slow(int(m[1]))
+    if m := _TOOL_LOOP.fullmatch(model or ""):
+        return _tool_loop(model, int(m[1]), request_body.get("messages", []))
     return SCENARIOS["fake-text"]
 
 
 def is_cacheable(model: str) -> bool:
     """True when ``scenario_for(model, ...)`` does not depend on the request body."""
-    return model not in ("fake-echo", "fake-tool-caller")
+    return model not in ("fake-echo", "fake-tool-caller") and not _TOOL_LOOP.fullmatch(model or "")
 
 
 # --------------------------------------------------------------------------- accumulation

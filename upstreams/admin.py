@@ -3,7 +3,7 @@ field keeps the stored key, and "clear API key" removes it."""
 from django import forms
 from django.contrib import admin
 
-from .models import UpstreamRoute
+from .models import TOKEN_COUNTERS, UpstreamRoute
 
 
 class UpstreamRouteForm(forms.ModelForm):
@@ -12,12 +12,19 @@ class UpstreamRouteForm(forms.ModelForm):
         help_text="Write-only: stored encrypted and never shown. Leave blank to keep the "
                   "current key.")
     clear_api_key = forms.BooleanField(required=False, label="Clear API key")
+    token_counter = forms.ChoiceField(
+        choices=TOKEN_COUNTERS, required=False, initial="estimate",
+        help_text="How input tokens are counted (input_tokens, truncation, compaction); "
+                  "empty: estimate.")
 
     class Meta:
         model = UpstreamRoute
         fields = ["name", "model_pattern", "base_url", "api_key", "clear_api_key",
                   "connect_timeout", "read_timeout", "extra_headers", "max_concurrency",
-                  "enabled"]
+                  "context_window", "token_counter", "tokenizer_path", "enabled"]
+
+    def clean_token_counter(self):
+        return self.cleaned_data.get("token_counter") or "estimate"
 
     def save(self, commit=True):
         route = super().save(commit=False)

@@ -10,6 +10,12 @@ from django.db import models
 
 from . import secrets
 
+TOKEN_COUNTERS = [
+    ("estimate", "Estimate: UTF-8 bytes / 4, labelled as an estimate"),
+    ("tokenizer", "Local tokenizer.json (Hugging Face tokenizers)"),
+    ("vllm", "The upstream's /tokenize (vLLM: chat messages)"),
+    ("llamacpp", "The upstream's /tokenize (llama.cpp: text)"),
+]
 HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 
@@ -52,6 +58,17 @@ class UpstreamRoute(models.Model):
                                      validators=[validate_extra_headers])
     max_concurrency = models.PositiveIntegerField(
         default=0, help_text="Open upstream streams per worker process; 0: no limit.")
+    context_window = models.PositiveIntegerField(
+        null=True, blank=True,
+        help_text="The model's context window in tokens; empty: read vLLM's max_model_len "
+                  "from the upstream's /v1/models when the counter is 'vllm', else unknown.")
+    token_counter = models.CharField(
+        max_length=20, choices=TOKEN_COUNTERS, default="estimate",
+        help_text="How input tokens are counted for this route (input_tokens, truncation, "
+                  "compaction thresholds).")
+    tokenizer_path = models.CharField(
+        max_length=500, blank=True, default="",
+        help_text="A local tokenizer.json (Hugging Face tokenizers), for the 'tokenizer' counter.")
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

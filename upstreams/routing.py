@@ -31,6 +31,9 @@ class Route:
     headers: tuple[tuple[str, str], ...] = ()
     max_concurrency: int = 0
     pattern: str | None = None  # None: the deployment default
+    context_window: int | None = None  # tokens; None: unknown (vLLM: asked, see token_counting)
+    token_counter: str = "estimate"
+    tokenizer_path: str = ""
     # Why this route cannot be used (its key does not decrypt); its requests then fail
     # rather than silently going to another upstream.
     problem: str | None = None
@@ -102,7 +105,10 @@ def default_route() -> Route:
                  api_key=settings.UPSTREAM_API_KEY,
                  connect_timeout=settings.UPSTREAM_CONNECT_TIMEOUT,
                  idle_timeout=settings.UPSTREAM_TIMEOUT,
-                 max_concurrency=settings.UPSTREAM_MAX_CONCURRENCY)
+                 max_concurrency=settings.UPSTREAM_MAX_CONCURRENCY,
+                 context_window=settings.UPSTREAM_CONTEXT_WINDOW or None,
+                 token_counter=settings.UPSTREAM_TOKEN_COUNTER,
+                 tokenizer_path=settings.UPSTREAM_TOKENIZER_PATH)
 
 
 def load_route_table() -> RouteTable:
@@ -132,4 +138,6 @@ def _route_of(row) -> Route:
         idle_timeout=row.read_timeout or settings.UPSTREAM_TIMEOUT,
         headers=tuple(sorted((k.lower(), v) for k, v in (row.extra_headers or {}).items())),
         max_concurrency=row.max_concurrency, pattern=row.model_pattern, problem=problem,
+        context_window=row.context_window, token_counter=row.token_counter,
+        tokenizer_path=row.tokenizer_path,
     )

@@ -37,31 +37,38 @@ log = logging.getLogger(__name__)
 JUST_ENDED_SECONDS = 10
 
 
-async def create(authorization: str | None, body: bytes, exchange):
+async def create(authorization: str | None, body: bytes, exchange,
+                 history: list | None = None, generate: bool = True):
     """Admit, validate and create the response: its row, its run sent, and (unless it is a
     plain background response) its events subscribed to before the run can publish any.
-    Returns (the job, which is its row; the create request; the subscription or None)."""
+    Returns (the job, which is its row; the create request; the subscription or None).
+    `history`: the items `previous_response_id` stands for, when the front door holds them;
+    `generate=False` (a WebSocket's warm-up): admitted, validated and prepared, never run."""
     if _admits_without_io(authorization):
         principal, admission = _admit(authorization, body, exchange)
     else:
         principal, admission = await run_db(_admit, authorization, body, exchange)
-    subscription = None
+    subscription, started = None, False
     try:
         request = parse_body(body)
+        request.history = history
         context = {"request_id": exchange.request_id, **admission.run_context()}
         if services.needs_lookups(request):
             job = await run_db(_prepare, principal.tenant, request, context)
         else:
             job = services.response_prepare(principal.tenant, request, context)
+        if not generate:
+            return job, request, None
         if request.stream or not request.background:
             subscription = await event_bus().subscribe(job.id)
         await services.response_start(job)
-    except BaseException:
-        if subscription is not None:
-            subscription.close()
-        if admission.limited:  # no run will settle it
-            await run_db(ratelimit.cancel, admission)
-        raise
+        started = True
+    finally:
+        if not started:
+            if subscription is not None:
+                subscription.close()
+            if admission.limited:  # no run will settle it
+                await run_db(ratelimit.cancel, admission)
     return job, request, subscription
 
 

@@ -7,7 +7,8 @@ from . import stream_views, views
 
 urlpatterns = [
     path("responses", stream_views.response_collection),
-    path("responses/compact", views.not_found),
+    path("responses/compact", views.ResponseCompact.as_view()),
+    path("responses/input_tokens", views.ResponseInputTokens.as_view()),
     path("responses/<id:response_id>", stream_views.response_detail),
     path("responses/<id:response_id>/input_items", views.ResponseInputItems.as_view()),
     path("responses/<id:response_id>/cancel", views.ResponseCancel.as_view()),

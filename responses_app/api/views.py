@@ -9,8 +9,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .. import models_catalog, selectors, services
+from ..context import services as context_services
 from ..errors import APIError, NotFound, ServerError, error_response, render_exception
 from ..paging import page_params
+
+# How input_tokens counted (upstreams.token_counting: vllm, llamacpp, tokenizer, estimate).
+TOKEN_COUNT_HEADER = "X-Token-Count-Method"
 
 
 class ResponseCollection(APIView):
@@ -42,6 +46,18 @@ class ResponseInputItems(APIView):
         return Response(selectors.input_items_page(
             request.user.tenant, response_id, after=page.after, limit=page.limit,
             order=page.order))
+
+
+class ResponseInputTokens(APIView):
+    def post(self, request):
+        counted = context_services.response_input_tokens(request.user.tenant, request.data)
+        return Response({"object": "response.input_tokens", "input_tokens": counted.tokens},
+                        headers={TOKEN_COUNT_HEADER: counted.method})
+
+
+class ResponseCompact(APIView):
+    def post(self, request):
+        return Response(context_services.response_compact(request.user.tenant, request.data))
 
 
 class ModelList(APIView):

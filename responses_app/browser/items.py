@@ -1,11 +1,14 @@
 """Input and output items made readable: one uniform view per item, whatever its type.
 
-Known types (messages, reasoning, function calls and outputs, MCP tool lists, calls and
-approvals) get a title and labelled blocks; any other type shows its fields as JSON, so an
-item type added later still renders. Text is never marked safe: templates escape it.
+Known types (messages with their phase, reasoning, compactions, function and custom tool
+calls and outputs, MCP tool lists, calls and approvals) get a title and labelled blocks; any
+other type shows its fields as JSON, so an item type added later still renders. Text is
+never marked safe: templates escape it.
 """
 import json
 from dataclasses import dataclass, field
+
+from ..context.compaction_items import summary_of
 
 MAX_BLOCK_CHARS = 20_000
 
@@ -69,8 +72,9 @@ def _content_blocks(content) -> list[Block]:
 
 
 def _message(item: dict) -> ItemView:
+    meta = [("phase", item["phase"])] if item.get("phase") else []
     return ItemView(type="message", title=item.get("role") or "message", kind="message",
-                    blocks=_content_blocks(item.get("content")))
+                    meta=meta, blocks=_content_blocks(item.get("content")))
 
 
 def _reasoning(item: dict) -> ItemView:
@@ -79,6 +83,18 @@ def _reasoning(item: dict) -> ItemView:
     if item.get("encrypted_content"):
         blocks.append(Block("encrypted", f"{len(item['encrypted_content']):,} characters"))
     return ItemView(type="reasoning", title="reasoning", kind="reasoning", blocks=blocks)
+
+
+def _compaction(item: dict) -> ItemView:
+    """A compaction: the summary it seals, opened for the admin's staff only (the browser's
+    views check the admin permission); the client only ever sees the token."""
+    summary = summary_of(item)
+    if summary is None:
+        block = Block("summary", "(not readable here: sealed elsewhere or under an older "
+                                 "SECRET_KEY)", "error")
+    else:
+        block = _block("summary (replaces the conversation before it)", summary)
+    return ItemView(type="compaction", title="compaction", kind="reasoning", blocks=[block])
 
 
 def _function_call(item: dict) -> ItemView:
@@ -92,6 +108,18 @@ def _function_call_output(item: dict) -> ItemView:
     return ItemView(type="function_call_output", title="function output", kind="output",
                     meta=[("call_id", item.get("call_id") or "")],
                     blocks=[_block("output", pretty_json(item.get("output", "")), "code")])
+
+
+def _custom_tool_call(item: dict) -> ItemView:
+    return ItemView(type="custom_tool_call", title=f"custom tool call {item.get('name', '')}",
+                    kind="call", meta=[("call_id", item.get("call_id") or "")],
+                    blocks=[_block("input", item.get("input") or "", "code")])
+
+
+def _custom_tool_call_output(item: dict) -> ItemView:
+    return ItemView(type="custom_tool_call_output", title="custom tool output", kind="output",
+                    meta=[("call_id", item.get("call_id") or "")],
+                    blocks=[_block("output", item.get("output") or "", "code")])
 
 
 def _mcp_list_tools(item: dict) -> ItemView:
@@ -140,8 +168,11 @@ def _other(item: dict) -> ItemView:
 DESCRIBERS = {
     "message": _message,
     "reasoning": _reasoning,
+    "compaction": _compaction,
     "function_call": _function_call,
     "function_call_output": _function_call_output,
+    "custom_tool_call": _custom_tool_call,
+    "custom_tool_call_output": _custom_tool_call_output,
     "mcp_list_tools": _mcp_list_tools,
     "mcp_call": _mcp_call,
     "mcp_approval_request": _mcp_approval_request,

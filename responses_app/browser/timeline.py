@@ -42,6 +42,8 @@ class Turn:
     incomplete_reason: str | None
     request_json: str
     branches: list[str] = field(default_factory=list)  # other continuations of this turn
+    compacted: bool = False  # holds a compaction: the upstream saw nothing from before it
+    truncation_auto: bool = False  # asked truncation "auto": its oldest messages may be cut
 
 
 @dataclass
@@ -85,6 +87,10 @@ def _turn(row: StoredResponse, is_current: bool, branches: list[str]) -> Turn:
         error=resource.get("error"),
         incomplete_reason=(resource.get("incomplete_details") or {}).get("reason"),
         request_json=pretty_json(row.request), branches=branches,
+        compacted=any(item.get("type") == "compaction" for item in
+                      [*(row.input_items or ()), *(resource.get("output") or ())]
+                      if isinstance(item, dict)),
+        truncation_auto=((row.request or {}).get("params") or {}).get("truncation") == "auto",
     )
 
 

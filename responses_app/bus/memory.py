@@ -79,7 +79,8 @@ class MemoryEventBus:
             return log is not None and bool(log.entries)
 
     # --- sync access, off the hot path (the watchdog, cancelling a queued run) -----------------
-    def append_now(self, response_id: str, entry: Entry) -> bool:
+    def append_now(self, response_id: str, entry: Entry, seen: int | None = None) -> bool:
+        """Append one entry at once (the log's owner is fenced off: `seen` is not needed)."""
         try:
             self._append(response_id, object(), entry, adopt=True)
         except StreamFenced:

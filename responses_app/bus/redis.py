@@ -12,7 +12,7 @@ import redis
 from redis.exceptions import ResponseError
 
 from .entries import Entry, RetainedLog
-from .redis_codec import decode, encode, entry_id_of, stream_key
+from .redis_codec import decode, encode, entry_id_of, final_entry_id_of, stream_key
 from .redis_reader import ReadHub
 from .redis_writer import RedisLogWriter, StreamWriter
 from .subscription import Subscription
@@ -20,6 +20,17 @@ from .subscription import Subscription
 log = logging.getLogger(__name__)
 
 RETAINED_READ_LIMIT = 10_000  # entries the admin reads of one stream at most
+# append_now: XADD (ARGV[2] the id, ARGV[4...] the fields) and PEXPIRE (ARGV[3] ms), if the
+# stream holds ARGV[1] entries (-1: whatever it holds); 0 if it does not.
+APPEND_NOW_SCRIPT = """
+local seen = tonumber(ARGV[1])
+if seen >= 0 and redis.call('XLEN', KEYS[1]) ~= seen then
+    return 0
+end
+redis.call('XADD', KEYS[1], ARGV[2], unpack(ARGV, 4))
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
 
 
 class RedisEventBus:
@@ -91,15 +102,22 @@ class RedisEventBus:
         return bool(await hub.client.exists(stream_key(response_id)))
 
     # --- sync access, off the hot path (the watchdog, cancelling a queued run) -----------------
-    def append_now(self, response_id: str, entry: Entry) -> bool:
-        """Append one entry at once; False if the stream refused it (another writer won)."""
+    def append_now(self, response_id: str, entry: Entry, seen: int | None = None) -> bool:
+        """Append one entry at once; False if the stream refused it. An end comes from
+        outside the run (the watchdog, a cancel): its id fences the run off
+        (redis_codec.final_entry_id_of). With `seen` (the number of entries the caller read
+        of the stream), only if the stream still has exactly those: a run writing at that
+        instant must not see its events numbered twice."""
         key = stream_key(response_id)
-        pipe = self._sync_client.pipeline(transaction=False)
-        pipe.xadd(key, encode(entry), id=entry_id_of(entry))
-        pipe.pexpire(key, self.retention_ms if entry.end else self.running_ttl_ms)
-        added, _ = pipe.execute(raise_on_error=False)
-        if isinstance(added, ResponseError):
+        entry_id = final_entry_id_of(entry) if entry.end else entry_id_of(entry)
+        ttl = self.retention_ms if entry.end else self.running_ttl_ms
+        fields = [part for pair in encode(entry).items() for part in pair]
+        try:
+            return bool(self._append_script(keys=[key], args=[
+                -1 if seen is None else seen, entry_id, ttl, *fields]))
+        except ResponseError:  # the id is at or below the stream's top
             return False
-        if isinstance(added, Exception):
-            raise added
-        return True
+
+    @cached_property
+    def _append_script(self):
+        return self._sync_client.register_script(APPEND_NOW_SCRIPT)

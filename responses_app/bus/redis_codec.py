@@ -5,7 +5,11 @@ Entry ids are `1-<last sequence number in the entry>`, so `starting_after=N` is 
 (`XREAD` from `1-N`) and a second writer's `XADD` of an id at or below the top fails: a
 zombie run cannot interleave events. An error that ended a run before it started is the
 entry `0-1`; an end without events (a run cancelled or failed before its first event, or
-with nothing left open) is the entry `2-0`, above every event. Each Redis entry carries the
+with nothing left open) is the entry `2-0`, above every event. An end appended from
+outside the run (the watchdog failing an orphaned run, a queued response cancelled) is
+`2-<last sequence number>`, above every id a run writes: a run that outlived it (a worker
+cut off by a partition, back later) has its next write refused, however far its sequence
+numbers got meanwhile. Each Redis entry carries the
 time it was written (`t`, Unix milliseconds): one small field per write, read only by the
 admin's event view.
 """
@@ -48,11 +52,16 @@ def entry_id_of(entry: Entry) -> str:
     return f"1-{entry.last}"
 
 
+def final_entry_id_of(entry: Entry) -> str:
+    """The id of an end appended from outside the run: above every id a run writes."""
+    return f"2-{max(entry.last, 0)}"
+
+
 def decode(entry_id: bytes, fields: dict) -> Entry:
     if b"x" in fields:
         error = orjson.loads(fields[b"x"])
         return Entry(first=-1, last=-1, data=b"", end=True, error=error)
-    if entry_id.startswith(b"2-"):
+    if entry_id.startswith(b"2-") and not fields.get(b"d"):
         first = int(fields[b"f"])
         return Entry(first=first, last=first - 1, data=b"", end=True)
     last = int(entry_id.split(b"-", 1)[1])

@@ -16,7 +16,10 @@ from .subscription import Subscription
 
 log = logging.getLogger(__name__)
 
-READ_BLOCK_MS = 30_000
+READ_BLOCK_MS = 5_000
+# A read that has not answered this long after its block ended is lost (Redis unreachable,
+# a partition that neither answers nor resets): its readers get the failure, a clean end.
+READ_GRACE_SECONDS = 10.0  # generous: a busy loop may answer late
 # A new reader's first entries come from a blocking XREAD of its stream alone, on a
 # connection of its own: they reach it at once, not at the shared read's next turn (which
 # may be waiting for entries to gather). At most FIRST_READS at once per process; a
@@ -32,11 +35,13 @@ class ReadHub:
     def __init__(self, bus):
         self.bus = bus
         self.client = async_client(bus.url)
-        # the one blocking XREAD: no socket timeout (it blocks up to READ_BLOCK_MS)
-        self.reader = aioredis.Redis.from_url(bus.url, socket_timeout=None,
-                                              socket_connect_timeout=5)
-        self.first_reader = aioredis.Redis.from_url(bus.url, socket_timeout=None,
-                                                    socket_connect_timeout=5)
+        # the one blocking XREAD: it answers within READ_BLOCK_MS, or Redis is unreachable
+        self.reader = aioredis.Redis.from_url(
+            bus.url, socket_timeout=READ_BLOCK_MS / 1000 + READ_GRACE_SECONDS,
+            socket_connect_timeout=5)
+        self.first_reader = aioredis.Redis.from_url(
+            bus.url, socket_timeout=FIRST_READ_BLOCK_MS / 1000 + READ_GRACE_SECONDS,
+            socket_connect_timeout=5)
         self.first_reads: dict[Subscription, asyncio.Task] = {}
         self.wake_key = f"gw:wake:{os.getpid()}:{os.urandom(4).hex()}"
         self.wake_id = b"0-0"

@@ -11,7 +11,7 @@ import logging
 from accounting import ratelimit
 
 from ..bus import event_bus
-from ..bus.entries import stamped_entry
+from ..bus.entries import Entry, stamped_entry
 from ..models import ResponseStatus, StoredResponse
 from ..translation.recovery import close_dead_run
 from ..translation.sse import EventStamper, event_of_block, split_blocks
@@ -40,6 +40,9 @@ def cancel_queued(row: StoredResponse) -> dict | None:
     return resource
 
 
+ORPHAN_END_ATTEMPTS = 3
+
+
 def fail_orphan(response_id: str) -> bool:
     """Fail a run whose worker died: close the items it left open from the events it had
     published, and end its stream with `response.failed`; False if it ended meanwhile."""
@@ -47,27 +50,44 @@ def fail_orphan(response_id: str) -> bool:
            .only("id", "tenant_id", "store", "request", "resource").first())
     if row is None:
         return False
-    retained = event_bus().read_retained(response_id)
-    entries = [entry for entry in (retained.entries if retained else ()) if entry.error is None]
-    published = [event_of_block(block) for entry in entries
-                 for block in split_blocks(entry.data)]
-    closing, output = close_dead_run(published)
-    resource = row.resource
-    resource.update(status="failed", output=output,
-                    error={"code": WORKER_LOST[0], "message": WORKER_LOST[1]})
+    seen, end, resource = _orphan_end(row)
     won = StoredResponse.objects.filter(id=response_id, status=ResponseStatus.IN_PROGRESS).update(
         status=ResponseStatus.FAILED, resource=resource, error_code=WORKER_LOST[0])
     if not won:
         return False
     if not row.store:
         StoredResponse.objects.filter(id=response_id).delete()
+    settle(row.tenant_id, row.request.get("context") or {}, 0)
+    for _ in range(ORPHAN_END_ATTEMPTS):
+        if event_bus().append_now(response_id, end, seen):
+            break
+        # the run wrote after the read (its worker only looked dead): read again
+        seen, end, resource = _orphan_end(row)
+        StoredResponse.objects.filter(id=response_id, status=ResponseStatus.FAILED).update(
+            resource=resource)
+    else:
+        log.warning("run %s: its event stream refused the end", response_id)
+    log.warning("run %s failed: its worker stopped", response_id)
+    return True
+
+
+def _orphan_end(row: StoredResponse) -> tuple[int, Entry, dict]:
+    """The end of a dead run's stream, from what it published: (the number of entries
+    read, the entry that closes its open items and fails it, the failed response)."""
+    retained = event_bus().read_retained(row.id)
+    seen = len(retained.entries) if retained else 0
+    entries = [entry for entry in (retained.entries if retained else ()) if entry.error is None]
+    published = [event_of_block(block) for entry in entries
+                 for block in split_blocks(entry.data)]
+    closing, output = close_dead_run(published)
+    resource = {**row.resource, "status": "failed", "output": output,
+                "error": {"code": WORKER_LOST[0], "message": WORKER_LOST[1]}}
     stamper = EventStamper(entries[-1].last + 1 if entries else 0)
     if stamper.next_sequence_number == 0:  # it never started: say whose failure it is
         closing = [{"type": "response.created", "response": {**resource, "status": "in_progress",
                                                             "error": None, "output": []}}]
-    _settled_and_ended(row, stamper, closing + [{"type": "response.failed", "response": resource}])
-    log.warning("run %s failed: its worker stopped", response_id)
-    return True
+    failed = {"type": "response.failed", "response": resource}
+    return seen, stamped_entry(stamper, closing + [failed], end=True), resource
 
 
 def _settled_and_ended(row: StoredResponse, stamper: EventStamper, events: list) -> None:

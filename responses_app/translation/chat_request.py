@@ -2,10 +2,15 @@
 
 The message list must be valid for strict backends: every `tool` message follows the
 assistant message whose `tool_calls` holds its id, calls of one turn share one assistant
-message, unanswered calls are dropped and duplicate outputs are dropped.
+message, unanswered calls are dropped and duplicate outputs are dropped (a safety net: on
+the way to the upstream no call is left unanswered). The request's items are first repaired (translation.history_repair: calls and outputs paired and grouped,
+consecutive user messages merged when asked), with custom tool calls as function calls
+(custom_tools).
 """
 from dataclasses import dataclass, field
 
+from .custom_tools import custom_items_as_function_items, custom_tool_as_function
+from .history_repair import merge_consecutive_users, repair_items
 from .mcp_history import NAMESPACE_SEPARATOR, mcp_items_as_function_items
 
 SYSTEM_ROLES = {"system": "system", "developer": "system"}
@@ -17,14 +22,24 @@ class ChatRequest:
     body: dict
     # upstream function name -> (name, namespace) for flattened namespace tools
     function_names: dict = field(default_factory=dict)
+    # upstream function names that stand for custom tools
+    custom_tools: frozenset = frozenset()
+    # the history repairs made (translation.history_repair), for the run to log and count
+    repairs: list = field(default_factory=list)
 
 
 def build_chat_request(*, model: str, instructions: str | None, items: list[dict],
-                       params: dict, include: list[str], max_tokens_param: str) -> ChatRequest:
+                       params: dict, include: list[str], max_tokens_param: str,
+                       merge_user_messages: bool = False) -> ChatRequest:
     messages = []
     if instructions:
         messages.append({"role": "system", "content": instructions})
-    messages.extend(messages_from_items(items))
+    repaired = repair_items(custom_items_as_function_items(mcp_items_as_function_items(items)))
+    history, repairs = messages_from_items(repaired.items), repaired.repairs
+    if merge_user_messages:
+        merged = merge_consecutive_users(history)
+        history, repairs = merged.items, repairs + merged.repairs
+    messages.extend(history)
     body = {"model": model, "messages": messages, "stream": True,
             "stream_options": {"include_usage": True}}
     for name in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
@@ -51,7 +66,9 @@ def build_chat_request(*, model: str, instructions: str | None, items: list[dict
         body["logprobs"] = True
         if params.get("top_logprobs"):
             body["top_logprobs"] = params["top_logprobs"]
-    return ChatRequest(body=body, function_names=function_names)
+    custom = frozenset(t["name"] for t in params.get("tools") or () if t["type"] == "custom")
+    return ChatRequest(body=body, function_names=function_names, custom_tools=custom,
+                       repairs=repairs)
 
 
 # --- messages ------------------------------------------------------------------------------
@@ -175,6 +192,8 @@ def _chat_tools(tools: list[dict]) -> tuple[list[dict], dict]:
     for tool in tools:
         if tool["type"] == "function":
             chat_tools.append(_chat_function(tool, tool["name"]))
+        elif tool["type"] == "custom":
+            chat_tools.append(custom_tool_as_function(tool))
         elif tool["type"] == "namespace":
             for inner in tool["tools"]:
                 upstream = f"{tool['name']}{NAMESPACE_SEPARATOR}{inner['name']}"
@@ -198,7 +217,7 @@ def _apply_tool_choice(tools, choice, function_names):
         return [], None
     if choice is None or isinstance(choice, str):
         return tools, choice or "auto"
-    if choice["type"] == "function":
+    if choice["type"] in ("function", "custom"):
         upstream = next((up for up, (name, _) in function_names.items()
                          if name == choice["name"]), choice["name"])
         return tools, {"type": "function", "function": {"name": upstream}}

@@ -15,7 +15,14 @@ PART_KINDS = {kind.delta_event: kind for kind in (OUTPUT_TEXT, REFUSAL, REASONIN
 KIND_OF_PART = {kind.part_type: kind for kind in PART_KINDS.values()}
 PART_ADDED = {"response.content_part.added", "response.reasoning_summary_part.added"}
 ARGUMENT_DELTAS = {"response.function_call_arguments.delta": "response.function_call_arguments.done",
-                   "response.mcp_call_arguments.delta": "response.mcp_call_arguments.done"}
+                   "response.mcp_call_arguments.delta": "response.mcp_call_arguments.done",
+                   "response.custom_tool_call_input.delta":
+                       "response.custom_tool_call_input.done"}
+# the item field (and done event field) an item type streams, when it is not `arguments`
+STREAMED_FIELD = {"custom_tool_call": "input"}
+# the done event of the items that always get one, even with nothing streamed
+ALWAYS_DONE = {"function_call": "response.function_call_arguments.done",
+               "custom_tool_call": "response.custom_tool_call_input.done"}
 
 
 @dataclass
@@ -77,10 +84,11 @@ def _close(state: _OpenItem, index: int) -> list[dict]:
         events.append({"type": kind.part_done, "item_id": item["id"], "output_index": index,
                        **position, "part": part})
         item.setdefault(kind.item_list, []).append(part)
-    if state.arguments_event is not None or item.get("type") == "function_call":
-        item["arguments"] = "".join(state.arguments)
-        done = {"type": state.arguments_event or "response.function_call_arguments.done",
-                "item_id": item["id"], "output_index": index, "arguments": item["arguments"]}
+    if state.arguments_event is not None or item.get("type") in ALWAYS_DONE:
+        key = STREAMED_FIELD.get(item.get("type"), "arguments")
+        item[key] = "".join(state.arguments)
+        done = {"type": state.arguments_event or ALWAYS_DONE[item["type"]],
+                "item_id": item["id"], "output_index": index, key: item[key]}
         if item.get("type") == "function_call":
             done["name"] = item.get("name")
         events.append(done)

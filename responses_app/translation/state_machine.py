@@ -3,8 +3,8 @@
 This module owns the machine: which output item is open (a text segment, tool calls, MCP
 calls awaiting results), the transitions between them, and the response's own lifecycle.
 The items and their events are built in `text_items` (message and reasoning), `tool_items`
-(function calls, MCP approval requests) and `mcp_events` (MCP calls and tool lists); the
-content part kinds are in `part_kinds`.
+(function calls, MCP approval requests), `custom_tools` (custom tool calls) and
+`mcp_events` (MCP calls and tool lists); the content part kinds are in `part_kinds`.
 
 `start()` opens the response, `feed(chunk)` turns one decoded chunk into events, `finish()`
 closes whatever is open and ends the response, `fail()` ends it as failed, `cancel()`
@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import mcp_events, text_items, tool_items
+from .custom_tools import custom_call_item
 from .part_kinds import OUTPUT_TEXT, REASONING_SUMMARY, REASONING_TEXT, REFUSAL
 from .text_items import TextSegment
 from .tool_items import McpToolTarget, ToolCall
@@ -47,6 +48,10 @@ class TranslatorOptions:
     seal_reasoning: "callable | None" = None
     # upstream function name -> McpToolTarget for tools the gateway runs
     mcp_tools: dict = field(default_factory=dict)
+    # upstream function names that stand for custom tools (custom_tool_call items)
+    custom_tools: frozenset = frozenset()
+    # set `phase` on output messages (commentary before a tool call, else final_answer)
+    phase: bool = False
     now: "callable" = time.time
 
 
@@ -109,8 +114,8 @@ class ResponseTranslator:
         to_run = []
         for _, call in sorted(self._calls.items()):
             kind = call.item["type"]
-            if kind == "function_call":
-                tool_items.close_function_call(events, call, "completed")
+            if kind in tool_items.CLIENT_CALLS:
+                tool_items.close_client_call(events, call, "completed")
             elif kind == "mcp_approval_request":
                 call.item["arguments"] = "".join(call.pieces)
                 events += mcp_events.added_and_done(self._add_item_index(call.item), call.item)
@@ -209,7 +214,9 @@ class ResponseTranslator:
         self._segment = segment
         return segment
 
-    def _close_segment(self, events, status):
+    def _close_segment(self, events, status, phase="final_answer"):
+        if self.options.phase and self._segment.item["type"] == "message":
+            self._segment.item["phase"] = phase
         text_items.close_item(events, self._segment, status, self.options.seal_reasoning)
         self._segment = None
 
@@ -220,7 +227,7 @@ class ResponseTranslator:
         call = self._calls.get(index)
         if call is None:
             if self._segment is not None:  # items stream one after another: close the text
-                self._close_segment(events, "completed")
+                self._close_segment(events, "completed", phase="commentary")
             upstream_name = function.get("name") or ""
             call = self._open_call(events, piece, upstream_name)
             self._calls[index] = call
@@ -228,8 +235,8 @@ class ResponseTranslator:
         if arguments:
             call.pieces.append(arguments)
             kind = call.item["type"]
-            if kind == "function_call":
-                events.append(tool_items.function_arguments_delta(call, arguments))
+            if kind in tool_items.CLIENT_CALLS:
+                events += tool_items.client_call_delta(call, arguments)
             elif kind == "mcp_call":
                 events.append(mcp_events.arguments_delta(call.item, call.output_index, arguments))
 
@@ -244,6 +251,9 @@ class ResponseTranslator:
             call = ToolCall(item=item, output_index=self._add_item(events, item, dict(item)))
             events.append(mcp_events.call_in_progress(item, call.output_index))
             return call
+        if upstream_name in self.options.custom_tools:
+            item = custom_call_item(self.options.ids, piece, upstream_name)
+            return ToolCall(item=item, output_index=self._add_item(events, item, dict(item)))
         item = tool_items.function_call_item(self.options.ids, piece, upstream_name,
                                              self.options.function_names)
         return ToolCall(item=item, output_index=self._add_item(events, item, dict(item)))
@@ -274,8 +284,8 @@ class ResponseTranslator:
         for _, thing in sorted(open_items, key=lambda pair: pair[0]):
             if not isinstance(thing, ToolCall):
                 self._close_segment(events, status)
-            elif thing.item["type"] == "function_call":
-                tool_items.close_function_call(events, thing, status)
+            elif thing.item["type"] in tool_items.CLIENT_CALLS:
+                tool_items.close_client_call(events, thing, status)
             else:
                 if thing.item["id"] not in self._running:  # arguments still streaming
                     thing.item["arguments"] = "".join(thing.pieces)

@@ -1,10 +1,16 @@
 """The tool call output items while their arguments stream: `ToolCall` (an item, its output
 index and the argument pieces so far), `McpToolTarget` (what an upstream function name means
 when the gateway runs it as an MCP tool), and the builders of the `function_call` and
-`mcp_approval_request` items and of the `function_call` events. Pure: events are appended to
-the list given, without sequence numbers. The `mcp_call` events are built in `mcp_events`;
-when a call opens or closes is the state machine's business."""
+`mcp_approval_request` items and of the `function_call` events, and the events of the calls
+the client runs (function and custom tool calls: `client_call_delta`, `close_client_call`).
+Pure: events are appended to the list given, without sequence numbers. The `mcp_call` events
+are built in `mcp_events`, the custom tool calls' in `custom_tools`; when a call opens or
+closes is the state machine's business."""
 from dataclasses import dataclass, field
+
+from .custom_tools import close_custom_call, input_delta
+
+CLIENT_CALLS = ("function_call", "custom_tool_call")
 
 
 @dataclass(frozen=True)
@@ -23,6 +29,7 @@ class ToolCall:
     item: dict
     output_index: int | None  # None: an approval request, added when the turn ends
     pieces: list = field(default_factory=list)
+    decoder: object = None  # a custom tool call's InputDecoder
 
 
 def approval_request_item(item_id: str, target: McpToolTarget) -> dict:
@@ -60,3 +67,18 @@ def close_function_call(events: list, call: ToolCall, status: str) -> None:
                    "name": item["name"]})
     events.append({"type": "response.output_item.done", "output_index": call.output_index,
                    "item": item})
+
+
+def client_call_delta(call: ToolCall, arguments: str) -> list[dict]:
+    """The events for a piece of a client-run call's arguments."""
+    if call.item["type"] == "custom_tool_call":
+        return input_delta(call, arguments)
+    return [function_arguments_delta(call, arguments)]
+
+
+def close_client_call(events: list, call: ToolCall, status: str) -> None:
+    """Close a function or custom tool call with what it streamed."""
+    if call.item["type"] == "custom_tool_call":
+        close_custom_call(events, call, status)
+    else:
+        close_function_call(events, call, status)

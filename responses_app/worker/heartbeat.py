@@ -28,10 +28,16 @@ def heartbeats():
 
 class RedisHeartbeats:
     def beat(self) -> None:
+        """Refresh the heartbeat, and the worker's registration as a run queue consumer
+        (run_delivery.py), in one round trip."""
         from ..redis_client import sync_redis
+        from ..run_delivery import register
 
-        sync_redis().set(KEY_PREFIX + WORKER_ID, int(time.time()),
-                         px=int(settings.WORKER_HEARTBEAT_TTL_SECONDS * 1000))
+        pipe = sync_redis().pipeline(transaction=False)
+        pipe.set(KEY_PREFIX + WORKER_ID, int(time.time()),
+                 px=int(settings.WORKER_HEARTBEAT_TTL_SECONDS * 1000))
+        register(pipe, WORKER_ID)
+        pipe.execute()
 
     def alive(self, worker_ids: set[str]) -> set[str]:
         from ..redis_client import sync_redis

@@ -5,6 +5,8 @@ from concurrent.futures import ThreadPoolExecutor
 from django.conf import settings
 from django.db import close_old_connections
 
+from observability import tracing
+
 from ..jobs import Job
 from .run import execute_run
 
@@ -15,14 +17,15 @@ class InProcessRunner:
                                           thread_name_prefix="embedded-run")
 
     async def send(self, job: Job) -> None:
-        self.threads.submit(_run, job.id, job if job.carried else None)
+        self.threads.submit(_run, job.id, job if job.carried else None, tracing.carrier())
 
     def resend(self, response_id: str) -> None:
         self.threads.submit(_run, response_id, None)
 
 
-def _run(response_id: str, job: Job | None) -> None:
+def _run(response_id: str, job: Job | None, trace: dict | None = None) -> None:
     try:
-        execute_run(response_id, job)
+        with tracing.continued(trace, "run", {"gateway.response.id": response_id}):
+            execute_run(response_id, job)
     finally:
         close_old_connections()

@@ -15,6 +15,7 @@ A run is a coroutine on the process's run loop (`run_response`), so no thread wa
 it streams; `execute_run` is the sync entry (the embedded dispatcher).
 """
 import logging
+from collections.abc import Callable
 
 from observability.request_context import bind_request_id
 from upstreams.routing import remembered_route_for_model, route_for_model
@@ -43,10 +44,13 @@ def execute_run(response_id: str, job: Job | None = None) -> None:
     loop.run(run_response(response_id, job))
 
 
-async def run_response(response_id: str, carried: Job | None = None) -> None:
+async def run_response(response_id: str, carried: Job | None = None,
+                       settled: Callable[[bool], None] | None = None) -> None:
     """Run the response `response_id`; `carried` is its job when its message carried it (a
-    foreground run that reads nothing stored: no history, no MCP tools)."""
-    claimed = await _claiming(response_id, carried)
+    foreground run that reads nothing stored: no history, no MCP tools). `settled(True)` is
+    called once its claim is won or lost, `settled(False)` if the claim failed (the run
+    queue's acknowledgement)."""
+    claimed = await _claiming(response_id, carried, settled or _ignored)
     if claimed is None:
         log.info("run %s already claimed or gone", response_id)
         return
@@ -63,15 +67,26 @@ async def run_response(response_id: str, carried: Job | None = None) -> None:
         await _ended(observed)
 
 
-async def _claiming(response_id: str, carried: Job | None) -> tuple[RunJob, Streaming] | None:
+def _ignored(settled: bool) -> None:
+    return None
+
+
+async def _claiming(response_id: str, carried: Job | None,
+                    settled: Callable[[bool], None]) -> tuple[RunJob, Streaming] | None:
     """The run's job, ready to stream (None: another run has the response, or it is gone)."""
     if carried is None:
-        job = await lifecycle.claim_job(response_id, worker_id())
+        try:
+            job = await lifecycle.claim_job(response_id, worker_id())
+        except BaseException:
+            settled(False)
+            raise
+        settled(True)
         if job is None:
             return None
         job, route, mcp_plan = await blocking(_prepare, job)
         return job, Streaming(job, route, mcp_plan, Claim.taken(response_id))
     claim = Claim.pending(response_id)
+    claim.on_settled(settled)
     job = prepared(carried)
     route = remembered_route_for_model(job.model) or await blocking(route_for_model, job.model)
     return job, Streaming(job, route, None, claim)
@@ -96,10 +111,11 @@ async def _storing(job: RunJob, streaming: Streaming, ending: Ending,
                                                   rejected.headers))
     elif ending.kind == "finished":
         stored = await _stored(job, ending)
-        await _ended(observed)
-        if not stored:  # the watchdog failed it meanwhile and ended its stream
+        if not stored:  # the watchdog failed it meanwhile, ended its stream, settled it
             log.warning("run %s ended after it was given up; its result is dropped", job.id)
+            observed.ending = Ending("fenced")
             return
+        await _ended(observed)
         await streaming.writer.append(stamped_entry(streaming.stamper, ending.closing,
                                                     end=True))
 

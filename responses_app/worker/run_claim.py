@@ -62,6 +62,12 @@ class Claim:
 
         self.task.add_done_callback(done)
 
+    def on_settled(self, callback) -> None:
+        """Call `callback(True)` once the claim is won or lost, `callback(False)` if it
+        failed (the database away)."""
+        self.task.add_done_callback(
+            lambda task: callback(not task.cancelled() and task.exception() is None))
+
     def gate(self, writer):
         """The run's bus writer, publishing nothing before the claim is confirmed."""
         return writer if self.confirmed else _ClaimedWriter(writer, self)

@@ -1,14 +1,15 @@
 """What a run works from: its job (jobs.Job, as claimed or as its message carried it) with
 the history it continues and the chat request built from them."""
+import logging
 from dataclasses import dataclass, field, fields
 
-from django.conf import settings
+from observability import metrics
 
-from conversations.items import conversation_items
-
-from ..history import chain_items
+from ..context.rendering import chat_request_for, history_items
 from ..jobs import Job
-from ..translation.chat_request import ChatRequest, build_chat_request
+from ..translation.chat_request import ChatRequest
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -35,17 +36,15 @@ class RunJob(Job):
 
 def prepared(job: Job) -> RunJob:
     """The run's job with its history and chat request; reads the history of a chain or a
-    conversation (database), if it continues one."""
-    items = []
-    if job.previous_response_id:
-        items = chain_items(job.tenant_id, job.previous_response_id) or []
-    elif job.conversation_id:
-        items = conversation_items(job.conversation_id)
+    conversation (database), if it continues one and its request does not carry it."""
+    if "history" in job.request:  # supplied by the front door (a WebSocket's last response)
+        items = list(job.request["history"])
+    else:
+        items = history_items(job.tenant_id, job.previous_response_id, job.conversation_id)
     items.extend(job.input_items)
-    chat = build_chat_request(
-        model=job.model, instructions=job.request.get("instructions"), items=items,
-        params=job.request["params"], include=job.request["include"],
-        max_tokens_param=settings.UPSTREAM_MAX_TOKENS_PARAM,
-    )
+    chat = chat_request_for(job.model, job.request, items)
+    for repair in chat.repairs:
+        log.debug("response %s: history repair %s", job.id, repair)
+        metrics.HISTORY_REPAIRS.labels(repair).inc()
     return RunJob(**{f.name: getattr(job, f.name) for f in fields(Job)}, chat=chat,
                   items=items, input_count=len(job.input_items))

@@ -2,7 +2,8 @@
 released: lifecycle.settle), its metrics and a log line.
 
 The usage itself is written by the lifecycle, with the response. A run that ends without
-reaching the storing phase (fenced, crashed) is settled on the way out (run.py).
+reaching the storing phase (crashed) is settled on the way out (run.py); a run that was
+ended in its place (fenced off, or given up by the watchdog) is not: whoever ended it did.
 """
 import logging
 import time
@@ -13,7 +14,7 @@ from .. import lifecycle
 
 log = logging.getLogger(__name__)
 
-TOOL_CALL_TYPES = ("function_call", "mcp_call")
+TOOL_CALL_TYPES = ("function_call", "custom_tool_call", "mcp_call")
 
 
 class ObservedRun:
@@ -34,7 +35,8 @@ class ObservedRun:
         status, resource, error_code = self.outcome()
         usage = resource.get("usage") or {}
         used = (usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0)
-        lifecycle.settle(self.job.tenant_id, self.job.context, used)
+        if status != "fenced":  # else whoever ended the run in its place settled it
+            lifecycle.settle(self.job.tenant_id, self.job.context, used)
         _observe(self, status, resource, error_code)
 
     def outcome(self) -> tuple[str, dict, str | None]:

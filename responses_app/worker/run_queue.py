@@ -2,30 +2,41 @@
 
 The web LPUSHes a queued response's id (with its job, when the run reads nothing else)
 as it writes the response's row; each worker process has one consumer on its run loop
-that BRPOPs messages while fewer than `concurrency` runs are in progress, and starts each
+that takes messages while fewer than `concurrency` runs are in progress, and starts each
 as a task on that loop. This is all a run needs from a broker, at a fraction
 of a Celery task's cost per run (publish, message encoding, consumer hub, task tracing).
 
-Delivery is at most once, as with the Celery broker without ack emulation: an id popped
-by a worker that dies before claiming it stays `queued` in the database, and the watchdog
-sends it again after QUEUED_REDISPATCH_SECONDS. A duplicate is harmless: the claim is
-one conditional UPDATE (queued → in_progress).
+Delivery is at least once (run_delivery.py): a message is moved onto this worker's
+processing list as it is taken (BLMOVE) and removed from it once its run's claim is
+settled (LREM, sent without waiting); if the worker dies in between, the watchdog gives
+it back to the queue. A claim that fails (the database away) gives its message back too.
+A duplicate is harmless: the claim is one conditional UPDATE (queued → in_progress).
+
+`RUN_QUEUE_STOP_BEFORE_CLAIM=1` (tests only) makes the consumer stop for good after it
+has taken a message and before its run claims it, so a test can kill a worker there.
 """
 import asyncio
 import logging
+import os
 import threading
+import time
 
 import redis.asyncio as aioredis
 from django.conf import settings
 from redis.exceptions import RedisError
 
+from observability import tracing
+
 from ..jobs import RUN_QUEUE_KEY, job_of_message
+from ..run_delivery import RECLAIM_SCRIPT, give_back_args, processing_key
+from .heartbeat import worker_id
 from .loop import run_loop
 from .run import run_response
 
 log = logging.getLogger(__name__)
 
 POP_TIMEOUT_SECONDS = 1  # how soon a stopping consumer notices
+GIVE_BACK_DELAY_SECONDS = 1.0  # a message whose claim failed goes back after this pause
 
 
 class RunConsumer:
@@ -36,6 +47,9 @@ class RunConsumer:
         self.stopping = threading.Event()
         self.runs: set[asyncio.Task] = set()
         self.consuming = None  # the consumer's concurrent future, once started
+        self.processing = processing_key(worker_id())
+        self.client = None
+        self.give_back = None
 
     def start(self) -> None:
         self.consuming = asyncio.run_coroutine_threadsafe(self._consume(), run_loop())
@@ -50,40 +64,80 @@ class RunConsumer:
         asyncio.run_coroutine_threadsafe(self._runs_ended(), run_loop()).result()
 
     async def _runs_ended(self) -> None:
+        """Wait for the runs in progress; then give back what this worker still holds and
+        leave the consumers (a worker stopping cleanly leaves nothing to the watchdog)."""
         if self.runs:
             await asyncio.wait(set(self.runs))
+        if self.client is None:
+            return
+        try:
+            messages = await self.client.lrange(self.processing, 0, -1)
+            keys, args = give_back_args(worker_id(), messages, time.time() + 1)
+            await self.give_back(keys=keys, args=args)
+        except RedisError as exc:  # Redis away: the watchdog gives them back later
+            log.warning("run queue: could not leave the consumers: %s", exc)
+        finally:
+            await self.client.aclose()
 
     async def _consume(self) -> None:
         free = asyncio.Semaphore(self.concurrency)
-        client = aioredis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=5,
-                                         socket_timeout=POP_TIMEOUT_SECONDS + 5)
-        try:
-            while not self.stopping.is_set():
-                await free.acquire()  # fewer than `concurrency` runs in progress
-                try:
-                    popped = await client.brpop([RUN_QUEUE_KEY], timeout=POP_TIMEOUT_SECONDS)
-                except RedisError as exc:  # Redis away: try again shortly
-                    free.release()
-                    log.warning("run queue unavailable: %s", exc)
-                    await asyncio.sleep(1.0)
-                    continue
-                if popped is None:
-                    free.release()
-                    continue
-                task = asyncio.ensure_future(self._run(popped[1], free))
-                self.runs.add(task)
-                task.add_done_callback(self.runs.discard)
-        finally:
-            await client.aclose()
+        self.client = client = aioredis.Redis.from_url(  # closed by _runs_ended
+            settings.REDIS_URL, socket_connect_timeout=5, socket_timeout=POP_TIMEOUT_SECONDS + 5)
+        self.give_back = client.register_script(RECLAIM_SCRIPT)
+        while not self.stopping.is_set():
+            await free.acquire()  # fewer than `concurrency` runs in progress
+            try:
+                message = await self._take(client)
+            except RedisError as exc:  # Redis away: try again shortly
+                free.release()
+                log.warning("run queue unavailable: %s", exc)
+                await asyncio.sleep(1.0)
+                continue
+            if message is None:
+                free.release()
+                continue
+            if os.environ.get("RUN_QUEUE_STOP_BEFORE_CLAIM") == "1":
+                await asyncio.Event().wait()  # tests: killed here, holding the message
+            task = asyncio.ensure_future(self._run(message, free))
+            self.runs.add(task)
+            task.add_done_callback(self.runs.discard)
+
+    async def _take(self, client) -> bytes | None:
+        """The next message, moved onto this worker's processing list (the worker is a
+        registered consumer: its heartbeat registered it before the consumer started)."""
+        return await client.blmove(RUN_QUEUE_KEY, self.processing, POP_TIMEOUT_SECONDS,
+                                   "RIGHT", "LEFT")
 
     async def _run(self, message: bytes, free: asyncio.Semaphore) -> None:
         try:
-            response_id, job = job_of_message(message)
-            await run_response(response_id, job)
+            response_id, job, trace = job_of_message(message)
+            with tracing.continued(trace, "run", {"gateway.response.id": response_id}):
+                await run_response(response_id, job,
+                                   lambda settled: self._settled(message, settled))
         except Exception:
             log.exception("run %r crashed", message[:100])
         finally:
             free.release()
+
+    def _settled(self, message: bytes, settled: bool) -> None:
+        """The run's claim is settled (won or lost): the message leaves the processing list;
+        or it failed (`settled` False): the message goes back to the queue, after a pause."""
+        if settled:
+            done = asyncio.ensure_future(self.client.lrem(self.processing, 1, message))
+        else:
+            done = asyncio.ensure_future(self._give_back(message))
+        done.add_done_callback(_log_failure)
+
+    async def _give_back(self, message: bytes) -> None:
+        await asyncio.sleep(GIVE_BACK_DELAY_SECONDS)
+        keys, args = give_back_args(worker_id(), [message])
+        await self.give_back(keys=keys, args=args)
+
+
+def _log_failure(done: asyncio.Future) -> None:
+    if not done.cancelled() and done.exception() is not None:  # the watchdog gives it back
+        log.warning("run queue: a taken message stays on its processing list: %s",
+                    done.exception())
 
 
 _consumer: RunConsumer | None = None

@@ -22,16 +22,21 @@ from ..cancellation import cancellation
 from ..errors import error_body
 from ..ids import new_id
 from ..reasoning_token import seal
+from ..translation.phase import phase_wanted
 from ..translation.sse import EventStamper
-from ..translation.state_machine import ResponseTranslator, TranslatorOptions
+from ..translation.compaction_events import CompactingTranslator
+from ..translation.state_machine import TranslatorOptions
 from .run_claim import Claim, RunNotClaimed
+from .run_context import fitted_body
 from .upstream import UpstreamRejected, UpstreamStreamFailed, open_chat_stream
+from .upstream_span import chat_span
 
 log = logging.getLogger(__name__)
 
 DELTA_EVENTS = {"response.output_text.delta", "response.refusal.delta",
                 "response.reasoning_text.delta", "response.reasoning_summary_text.delta",
-                "response.function_call_arguments.delta"}
+                "response.function_call_arguments.delta",
+                "response.custom_tool_call_input.delta"}
 CRASHED = "The server had an error while processing your request."
 
 
@@ -52,11 +57,13 @@ class Streaming:
         self.job, self.route, self.mcp_plan, self.claim = job, route, mcp_plan, claim
         self.writer = claim.gate(event_bus().writer(job.id))
         reasoning = job.resource.get("reasoning") or {}
-        self.translator = ResponseTranslator(job.resource, TranslatorOptions(
+        self.translator = CompactingTranslator(job.resource, TranslatorOptions(
             ids=new_id,
             reasoning_as_summary=bool(reasoning.get("summary")),
             include_logprobs="message.output_text.logprobs" in job.include,
             function_names=job.chat.function_names,
+            custom_tools=job.chat.custom_tools,
+            phase=phase_wanted(job.model, settings.OUTPUT_PHASE_MODELS, job.items),
             seal_reasoning=seal if "reasoning.encrypted_content" in job.include else None,
         ))
         self.stamper = EventStamper()
@@ -120,6 +127,8 @@ class Streaming:
         if not self.started:
             await self.emit(self.translator.start())
         code = "rate_limit_exceeded" if rejected.status == 429 else "server_error"
+        if rejected.body["error"]["code"] == "context_length_exceeded":  # run_context.py
+            code = "context_length_exceeded"
         return Ending("finished", self.translator.fail(code, rejected.body["error"]["message"]))
 
     async def _crashed(self) -> Ending:
@@ -133,7 +142,7 @@ class Streaming:
     async def _turns(self) -> None:
         """The upstream turns of one response, up to (not including) its end: one turn, or
         with MCP tools, turns until the model stops calling them."""
-        body = self.job.chat.body
+        body = await fitted_body(self)
         tools = None
         if self.mcp_plan is not None:
             tools = McpToolLoop(self.mcp_plan, self.job, self.translator, self.emit)
@@ -150,23 +159,30 @@ class Streaming:
     async def _turn(self, body: dict) -> None:
         """One upstream call, its chunks translated onto the bus (the response's start events
         go first, once the upstream accepted, unless they were sent already)."""
-        async with open_chat_stream(self.route, body, settings.STREAM_BATCH_MS / 1000,
-                                    _retry_policy()) as batches:
-            if not self.started:  # not urgent: it usually travels with the first delta
-                await self.emit(self.translator.start(), urgent=False)
-            first_delta_sent = False
-            async for chunks in batches:
-                events = []
-                for chunk in chunks:
-                    events += self.translator.feed(chunk)
-                if not events:
-                    continue
-                urgent = not first_delta_sent and any(e["type"] in DELTA_EVENTS for e in events)
-                if urgent:
-                    first_delta_sent = True
-                    if self.first_delta_at is None:
-                        self.first_delta_at = time.monotonic()
-                await self.emit(events, urgent=urgent)
+        with chat_span(self.route.base_url, body) as observer:
+            async with open_chat_stream(self.route, body, settings.STREAM_BATCH_MS / 1000,
+                                        _retry_policy()) as batches:
+                if observer is not None:
+                    batches = observer.batches(batches)
+                await self._translated(batches)
+
+    async def _translated(self, batches) -> None:
+        """The turn's chunk batches translated onto the bus."""
+        if not self.started:  # not urgent: it usually travels with the first delta
+            await self.emit(self.translator.start(), urgent=False)
+        first_delta_sent = False
+        async for chunks in batches:
+            events = []
+            for chunk in chunks:
+                events += self.translator.feed(chunk)
+            if not events:
+                continue
+            urgent = not first_delta_sent and any(e["type"] in DELTA_EVENTS for e in events)
+            if urgent:
+                first_delta_sent = True
+                if self.first_delta_at is None:
+                    self.first_delta_at = time.monotonic()
+            await self.emit(events, urgent=urgent)
 
 
 def _retry_policy() -> RetryPolicy:

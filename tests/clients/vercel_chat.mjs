@@ -2,22 +2,11 @@
 // store: true) against the gateway: a tool round trip, then two more user turns. Prints
 // one JSON object: each turn's text, and the body of every request the SDK sent and of
 // every response it received.
-import { createOpenAI } from '@ai-sdk/openai';
 import { generateText, stepCountIs, tool } from 'ai';
 import { z } from 'zod';
+import { gatewayProvider } from './gateway_provider.mjs';
 
-const sent = [];
-const received = [];
-const openai = createOpenAI({
-  baseURL: process.env.GATEWAY_BASE_URL,
-  apiKey: process.env.GATEWAY_API_KEY,
-  fetch: async (url, init) => {
-    sent.push(JSON.parse(init.body));
-    const response = await fetch(url, init);
-    received.push(await response.clone().json());
-    return response;
-  },
-});
+const { openai, sent, received } = gatewayProvider();
 const tools = {
   get_weather: tool({
     description: 'The weather in a city',

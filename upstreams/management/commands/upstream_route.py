@@ -25,6 +25,10 @@ class Command(BaseCommand):
         setter.add_argument("--header", action="append", default=[], metavar="NAME=VALUE",
                             help="an extra header sent upstream (repeatable)")
         setter.add_argument("--max-concurrency", type=int, default=0)
+        setter.add_argument("--context-window", type=int, help="tokens (empty: unknown)")
+        setter.add_argument("--token-counter", default="estimate",
+                            choices=["estimate", "tokenizer", "vllm", "llamacpp"])
+        setter.add_argument("--tokenizer-path", default="", help="a local tokenizer.json")
         setter.add_argument("--disabled", action="store_true")
         deleter = actions.add_parser("delete", help="delete the route NAME")
         deleter.add_argument("name")
@@ -36,7 +40,7 @@ class Command(BaseCommand):
     def handle_set(self, *, name, api_key_env, header, disabled, **options):
         route = UpstreamRoute.objects.filter(name=name).first() or UpstreamRoute(name=name)
         for field in ("model_pattern", "base_url", "connect_timeout", "read_timeout",
-                      "max_concurrency"):
+                      "max_concurrency", "context_window", "token_counter", "tokenizer_path"):
             setattr(route, field, options[field])
         route.extra_headers = dict(_header(h) for h in header)
         route.enabled = not disabled

@@ -1,0 +1,172 @@
+"""One `response.create` frame of a WebSocket, from its JSON to its last event.
+
+The frame is the create body of `POST /v1/responses` with `type` (and `generate`) added
+and without `stream` and `background`; it goes through the same steps as an HTTP create
+(streaming.create: admission, validation, the row, the run, the subscription), with the
+socket's last response as the supplied history when it continues an unstored one. The
+run's events go out as they are on the bus, one JSON text frame each (the SSE stream's
+`data:` lines, with the same sequence numbers); an error before the run started is an
+`error` frame in OpenAI's WebSocket shape.
+"""
+import logging
+import time
+
+import orjson
+from django.conf import settings
+
+from observability.http import Exchange
+from observability.metrics import ACTIVE_STREAMS, EVENTS_RELAYED
+
+from . import streaming
+from ..bus import KEEPALIVE
+from ..errors import APIError, InvalidRequest, ServerError, ServiceUnavailable, as_api_error
+from ..translation.sse import split_blocks
+from .socket_state import SocketState
+
+log = logging.getLogger(__name__)
+
+ROUTE = "v1/responses"
+PATH = "/v1/responses"
+METHOD = "WEBSOCKET"
+USABLE_STATUSES = {"completed", "incomplete"}
+
+
+def error_frame(status: int, body: dict, headers: dict | None = None) -> str:
+    """OpenAI's WebSocket error event: `{"type": "error", "status", "error": {...}}`."""
+    error = dict(body["error"])
+    if headers:
+        error["headers"] = {str(k).lower(): str(v) for k, v in headers.items()}
+    return orjson.dumps({"type": "error", "status": status, "error": error}).decode()
+
+
+def api_error_frame(exc: APIError) -> str:
+    return error_frame(exc.status, {"error": {"type": exc.type, "code": exc.code,
+                                              "message": exc.message, "param": exc.param}},
+                       exc.headers if exc.status == 429 else None)
+
+
+def create_body(frame: dict) -> tuple[bytes, bool]:
+    """The create body of a `response.create` frame, and whether to generate."""
+    body = {key: value for key, value in frame.items()
+            if key not in ("type", "generate", "stream", "stream_options", "stream_id")}
+    generate = frame.get("generate", True)
+    if not isinstance(generate, bool):
+        raise InvalidRequest("'generate' must be a boolean.", param="generate",
+                             code="invalid_type")
+    if body.get("background"):
+        raise InvalidRequest("background is not supported over WebSocket.",
+                             param="background", code="invalid_value")
+    body.pop("background", None)
+    return orjson.dumps(body), generate
+
+
+class Turn:
+    """One response.create of a socket's stream: `run()` sends its frames (each with the
+    stream's `stream_id`, when it has one), then updates the socket's state."""
+
+    def __init__(self, socket, state: SocketState, frame: dict, stream_id: str | None):
+        self.socket, self.state, self.frame, self.stream_id = socket, state, frame, stream_id
+        self.suffix = None if stream_id is None else (
+            ',"stream_id":' + orjson.dumps(stream_id).decode() + "}")
+        self.exchange = Exchange(METHOD, None)
+        self.previous = frame.get("previous_response_id")
+        self.job = self.subscription = None
+        self.status = 200  # as an HTTP create would have answered, for metrics and the log
+
+    async def run(self) -> None:
+        try:
+            await self._run()
+        except Exception as exc:
+            error = as_api_error(exc)
+            if error is None:
+                log.exception("websocket turn failed")
+                error = ServerError("The server had an error while processing your request.")
+            self.status = error.status
+            self.state.evict(self.previous)
+            await self.send(api_error_frame(error))
+            await self.socket.refused(error)
+        finally:
+            if self.subscription is not None:
+                self.subscription.close()
+            self.exchange.answered(ROUTE, PATH, self.status)
+
+    async def send(self, text: str) -> None:
+        """One frame to the client: an event's JSON, tagged with the stream it belongs to."""
+        await self.socket.send_text(text if self.suffix is None else text[:-1] + self.suffix)
+
+    async def _run(self) -> None:
+        body, generate = create_body(self.frame)
+        continued = self.state.continues(self.previous)
+        history = None if continued is None else await self.state.history(continued)
+        job, request, self.subscription = await streaming.create(
+            self.socket.authorization, body, self.exchange, history, generate)
+        self.job = job
+        if not generate:
+            await self._prepared(job, continued)
+            return
+        resource = await self._relay()
+        if resource is None or resource["status"] not in USABLE_STATUSES:
+            self.state.evict(self.previous)
+        elif request.conversation_id is None:
+            self.state.remember(self.stream_id, job.id, job.store, continued, self.previous,
+                                job.input_items + list(resource.get("output") or []))
+
+    async def _relay(self) -> dict | None:
+        """Send the run's events; the final response object (None: it ended without one)."""
+        subscription = self.subscription
+        entry = await subscription.get(settings.UPSTREAM_TIMEOUT
+                                       + settings.UPSTREAM_CONNECT_TIMEOUT)
+        if entry is KEEPALIVE:
+            raise ServiceUnavailable("No worker started this response in time; retry shortly.")
+        if entry.error is not None:  # the run failed before it started (e.g. upstream 429)
+            error = entry.error
+            self.status = error["status"]
+            await self.send(error_frame(error["status"], error["body"], error.get("headers")))
+            return None
+        last = None
+        ACTIVE_STREAMS.inc()
+        try:
+            while True:
+                if entry is not KEEPALIVE:
+                    if entry.error is not None:  # the bus failed under us
+                        return None
+                    for block in split_blocks(entry.data):
+                        last = block[block.index(b"\ndata: ") + 7:-2]
+                        await self.send(last.decode())
+                    EVENTS_RELAYED.inc(entry.last - entry.first + 1)
+                    if entry.end:
+                        break
+                entry = await subscription.get(settings.SSE_KEEPALIVE_SECONDS)
+        finally:
+            ACTIVE_STREAMS.dec()
+        event = orjson.loads(last) if last is not None else {}
+        return event.get("response") if event.get("type") != "error" else None
+
+    async def _prepared(self, job, continued) -> None:
+        """generate=false: the response as prepared, with no output, and kept on the
+        socket so the next turn can continue it."""
+        resource = dict(job.resource, status="completed", completed_at=int(time.time()),
+                        usage=_no_usage())
+        created = dict(job.resource, status="in_progress")
+        events = [{"type": "response.created", "response": created},
+                  {"type": "response.in_progress", "response": created},
+                  {"type": "response.completed", "response": resource}]
+        for number, event in enumerate(events):
+            await self.send(orjson.dumps({**event, "sequence_number": number})
+                                        .decode())
+        if job.conversation_id is None:
+            self.state.remember(self.stream_id, job.id, False, continued, self.previous,
+                                job.input_items)
+
+    def cancel_if_unstored(self):
+        """The socket closed: a store=false run nobody can read any more is stopped."""
+        job = self.job
+        if job is not None and not job.store and self.subscription is not None:
+            return streaming.cancel_abandoned(job.id)
+        return None
+
+
+def _no_usage() -> dict:
+    return {"input_tokens": 0, "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 0, "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 0}

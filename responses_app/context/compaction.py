@@ -1,0 +1,44 @@
+"""Compacting a conversation: the items it keeps (the newest user messages, at most
+COMPACTION_KEEP_USER_CHARS of their text, the newest always), then one compaction item
+sealing the route model's summary of the whole conversation (summary.py). This is the
+output of `POST /v1/responses/compact` and what server-side compaction (context_management)
+puts in a response's output; sent back as input, the upstream receives the summary in
+place of the history (compaction_items.upstream_items)."""
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from upstreams.routing import Route
+
+from .compaction_items import compaction_item, upstream_items
+from .summary import summarize
+
+
+@dataclass
+class Compacted:
+    kept: list[dict]  # the user messages kept, oldest first
+    item: dict  # the compaction item
+    chat_usage: dict | None  # of the summary call
+
+
+def kept_user_messages(items: list[dict]) -> list[dict]:
+    """The newest user messages whose text fits COMPACTION_KEEP_USER_CHARS (the newest one
+    always), oldest first."""
+    kept, budget = [], settings.COMPACTION_KEEP_USER_CHARS
+    for item in reversed(items):
+        if item.get("type") != "message" or item.get("role") != "user":
+            continue
+        size = sum(len(part.get("text") or "") for part in item.get("content") or ())
+        if kept and size > budget:
+            break
+        budget -= size
+        kept.append(item)
+    kept.reverse()
+    return kept
+
+
+def compact(route: Route, chat_body: dict, items: list[dict]) -> Compacted:
+    """Summarize the conversation `chat_body` renders (of `items`): what replaces it."""
+    summary, usage = summarize(route, chat_body)
+    return Compacted(kept=kept_user_messages(upstream_items(items)), item=compaction_item(summary),
+                     chat_usage=usage)

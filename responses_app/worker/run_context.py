@@ -1,0 +1,52 @@
+"""A run's context phase, before its first upstream call: server-side compaction when its
+input crosses the `context_management` threshold (the compaction item streams first, in
+OpenAI's events), then the fit into the route's context window (truncation or OpenAI's
+400 `context_length_exceeded`). The decisions are responses_app.context's; here they run
+off the event loop and their events go out."""
+from ..context.compaction import compact
+from ..context.plan import count_tokens, measure, needs_context
+from ..context.rendering import chat_request_for
+from ..context.summary import SummaryFailed
+from ..context.window import ContextTooLong, fit
+from ..errors import error_body
+from .loop import blocking
+from .upstream import UpstreamRejected
+
+
+async def fitted_body(streaming) -> dict:
+    """The chat body the run sends first (its job's, compacted and fitted as needed)."""
+    job, route = streaming.job, streaming.route
+    params = job.request["params"]
+    body = job.chat.body
+    if not needs_context(route, params):
+        return body
+    measured = await blocking(measure, route, job.model, params, body)
+    tokens = measured.tokens
+    if measured.threshold is not None and tokens > measured.threshold:
+        body = await _compacted(streaming, body)
+        tokens = await blocking(count_tokens, route, body)
+    if measured.window is None:
+        return body
+    try:
+        fitted = await blocking(fit, route, body, tokens, measured.window, params)
+    except ContextTooLong as exc:
+        raise UpstreamRejected(400, error_body(str(exc), "invalid_request_error", "input",
+                                               "context_length_exceeded")) from None
+    return fitted.body
+
+
+async def _compacted(streaming, body: dict) -> dict:
+    """Compact first: the compaction item streams, then the body with its summary."""
+    job, translator = streaming.job, streaming.translator
+    if not streaming.started:
+        await streaming.emit(translator.start(), urgent=False)
+    events, item = translator.open_compaction()
+    await streaming.emit(events)
+    try:
+        compacted = await blocking(compact, streaming.route, body, job.items)
+    except SummaryFailed as exc:
+        raise UpstreamRejected(502, error_body(str(exc), "server_error", None,
+                                               "upstream_error")) from None
+    await streaming.emit(translator.compaction_done(item, compacted.item["encrypted_content"],
+                                                    compacted.chat_usage))
+    return chat_request_for(job.model, job.request, job.items + [item]).body

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Runs the compose deployment for real: builds the images, starts the stack, waits for health,
+# creates a tenant, streams a response, restarts the web and worker containers, continues the
+# chain (previous_response_id) and tears everything down, volumes included. The upstream is
+# the fake one from tests/ in a container of its own. Works on a copy of the checkout with a
+# generated .env (yours is left alone). Where python:3.11-slim cannot be pulled, local base
+# images are built from Debian's packages (scripts/docker_base_images.sh). Needs Docker and
+# docker-compose (v1) or the `docker compose` plugin, curl and python3.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+project=gwcheck$$
+if docker compose version >/dev/null 2>&1; then compose=(docker compose); else compose=(docker-compose); fi
+dc() { (cd "$work" && "${compose[@]}" -p "$project" -f docker-compose.yml -f scripts/compose_check.yml "$@"); }
+step() { printf '\n== %s\n' "$*"; }
+teardown() { step "tear down"; dc down -v --remove-orphans --timeout 10 2>&1 | tail -n 3; rm -rf "$work"; }
+trap teardown EXIT
+
+secret() { python3 -c 'import base64, os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())'; }
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+(cd "$repo" && git ls-files -co --exclude-standard -z | xargs -0 tar -c --ignore-failed-read 2>/dev/null) | tar -x -C "$work"
+cat > "$work/.env" <<ENV
+SECRET_KEY=$(secret)$(secret)
+ENCRYPTION_KEYS=$(secret)
+POSTGRES_PASSWORD=$(secret | tr -d '=_-')
+WEB_PORT=127.0.0.1:$port
+UPSTREAM_BASE_URL=http://fake-upstream:8901/v1
+GATEWAY_MODELS=fake-echo
+RESPONSE_RETENTION_DAYS=30
+ENV
+
+step "base images"
+if docker image inspect python:3.11-slim >/dev/null 2>&1 || docker pull -q python:3.11-slim >/dev/null 2>&1; then
+  echo "python:3.11-slim, postgres:16, redis:7 from the registry"
+else
+  "$repo/scripts/docker_base_images.sh" | tee -a "$work/.env"
+fi
+
+step "build"
+dc build -q 2>&1 | grep -v -e '^DEPRECATED' -e 'buildx' -e '^ *https://docs.docker' -e '^$' || true
+docker image inspect -f 'responses-gateway:latest user={{.Config.User}} cmd={{json .Config.Cmd}}' responses-gateway:latest
+
+step "up"
+dc up -d 2>&1 | tail -n 8
+
+healthy() {  # waits until every named service's container reports healthy
+  local deadline=$((SECONDS + 300)) service state
+  for service in "$@"; do
+    while true; do
+      state=$(docker inspect -f '{{.State.Health.Status}}' "$(dc ps -q "$service")" 2>/dev/null || echo missing)
+      [ "$state" = healthy ] && break
+      if [ $SECONDS -gt $deadline ]; then dc ps; dc logs --tail 30 "$service"; exit 1; fi
+      sleep 2
+    done
+  done
+  dc ps
+}
+step "wait for health"
+healthy postgres redis web worker
+
+step "create a tenant"
+key=$(dc exec -T web python manage.py create_tenant compose-check | tail -n 1)
+echo "key ${key:0:12}…"
+base="http://127.0.0.1:$port/v1"
+post() { curl -sS --fail-with-body -N "$base/responses" -H "Authorization: Bearer $key" \
+           -H 'Content-Type: application/json' -d "$1"; }
+
+step "stream a response"
+stream=$(post '{"model": "fake-echo", "input": "hello from compose", "stream": true}')
+echo "$stream" | sed -n 's/^event: //p' | uniq -c
+first=$(echo "$stream" | sed -n 's/^data: \(.*"type":"response.completed".*\)/\1/p' |
+        python3 -c 'import json, sys; r = json.load(sys.stdin)["response"]; print(r["id"]); print(r["output"][0]["content"][0]["text"], file=sys.stderr)')
+echo "completed $first"
+
+step "restart web and worker"
+dc restart web worker 2>&1 | tail -n 2
+healthy web worker
+
+step "continue the chain"
+post "{\"model\": \"fake-echo\", \"input\": \"and again\", \"previous_response_id\": \"$first\"}" |
+  python3 -c 'import json, sys; r = json.load(sys.stdin); print(r["status"], r["previous_response_id"]); print(r["output"][0]["content"][0]["text"])'
+
+step "metrics (web and worker, one volume)"
+curl -sS "http://127.0.0.1:$port/metrics" | grep -E '^gateway_(http_requests_total|run_duration_seconds_count)' | head -n 6
+echo
+echo "compose check passed in ${SECONDS} s"

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Local base images for a machine that reaches Debian's package archive but no image registry:
+# a Debian bookworm root filesystem (debootstrap, then `docker import`) and, built on it, the
+# three images the deployment needs — Python for the gateway, PostgreSQL and Redis from
+# Debian's packages. Prints the build arguments and compose variables that select them.
+# Needs root (debootstrap) and a running Docker daemon; an image already built is kept.
+# The host's local CA certificates (/usr/local/share/ca-certificates, e.g. a TLS-inspecting
+# proxy's) go into the Python image, so that pip inside the gateway's build trusts them too.
+set -euo pipefail
+cd "$(dirname "$0")/docker-base"
+
+PREFIX=${LOCAL_IMAGE_PREFIX:-gateway-local}
+MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+
+have() { docker image inspect "$1" >/dev/null 2>&1; }
+
+if ! have "$PREFIX/debian:bookworm"; then
+  rootfs=$(mktemp -d)
+  echo "debootstrap bookworm (a few minutes)" >&2
+  debootstrap --variant=minbase bookworm "$rootfs" "$MIRROR" >/dev/null
+  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+  tar -C "$rootfs" -c . | docker import - "$PREFIX/debian:bookworm" >/dev/null
+  rm -rf "$rootfs"
+fi
+context=$(mktemp -d)
+trap 'rm -rf "$context"' EXIT
+cp ./* "$context/" && mkdir "$context/ca"
+cp /usr/local/share/ca-certificates/*.crt "$context/ca/" 2>/dev/null || true
+for image in python postgres redis; do
+  if ! have "$PREFIX/$image:bookworm"; then
+    echo "building $PREFIX/$image:bookworm" >&2
+    docker build -q --build-arg "DEBIAN_IMAGE=$PREFIX/debian:bookworm" \
+      -f "$context/$image.Dockerfile" -t "$PREFIX/$image:bookworm" "$context" >/dev/null
+  fi
+done
+echo "PYTHON_IMAGE=$PREFIX/python:bookworm"
+echo "POSTGRES_IMAGE=$PREFIX/postgres:bookworm"
+echo "REDIS_IMAGE=$PREFIX/redis:bookworm"

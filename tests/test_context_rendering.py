@@ -1,0 +1,75 @@
+"""What the upstream receives of a long history (pure: no services): the latest compaction's
+summary in place of what came before it, the user messages a compaction kept, and the
+truncation that fits a window (with the labelled estimate: UTF-8 bytes / 4)."""
+import pytest
+
+from responses_app.context.compaction import kept_user_messages
+from responses_app.context.compaction_items import (COMPACTION_PREFIX, compaction_item,
+                                                    upstream_items)
+from responses_app.context.window import ContextTooLong, fit
+from tests.admin_data import assistant_message, user_message
+from upstreams.routing import Route
+from upstreams.token_counting import count_chat_tokens
+
+ESTIMATE = Route(name="r", base_url="http://127.0.0.1:9/v1", api_key="", connect_timeout=1,
+                 idle_timeout=1)
+
+
+def summary_message(item, summary):
+    return {"id": item["id"], "type": "message", "role": "developer",
+            "content": [{"type": "input_text", "text": COMPACTION_PREFIX + summary}]}
+
+
+def test_the_latest_compaction_replaces_what_came_before_but_the_users_it_kept():
+    old, also_kept, kept = user_message("old"), user_message("u"), user_message("kept")
+    first, latest = compaction_item("first summary"), compaction_item("latest summary")
+    after = [assistant_message("answer"), user_message("next")]
+    items = [old, first, assistant_message("a"), also_kept, kept, latest, *after]
+    assert upstream_items(items) == [summary_message(latest, "latest summary"),
+                                     also_kept, kept, *after]
+
+
+def test_items_without_a_compaction_are_sent_as_they_are():
+    items = [user_message("a"), assistant_message("b")]
+    assert upstream_items(items) is items
+
+
+def test_a_compaction_keeps_the_newest_user_messages_within_its_budget(settings):
+    settings.COMPACTION_KEEP_USER_CHARS = 10
+    one, two, three = user_message("12345"), user_message("6789"), user_message("abcdefghijk")
+    assert kept_user_messages([one, assistant_message("x"), two, three]) == [three]
+    assert kept_user_messages([one, two]) == [one, two]
+
+
+def body(*messages):
+    return {"model": "m", "messages": list(messages)}
+
+
+SYSTEM = {"role": "system", "content": "s" * 40}  # 10 tokens
+OLD = {"role": "user", "content": "u" * 72}  # with "<|user|>\n": 81 bytes, 21 tokens
+CALL = {"role": "assistant", "content": None, "tool_calls": [
+    {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+RESULT = {"role": "tool", "tool_call_id": "c1", "content": "r" * 60}
+NEWEST = {"role": "user", "content": "now"}
+
+
+@pytest.mark.parametrize("window, kept", [
+    (200, [SYSTEM, OLD, CALL, RESULT, NEWEST]),  # fits: unchanged
+    (50, [SYSTEM, CALL, RESULT, NEWEST]),  # the oldest message goes
+    (30, [SYSTEM, NEWEST]),  # then the call with its result, together
+])
+def test_auto_truncation_drops_the_oldest_and_keeps_calls_with_their_results(window, kept):
+    request = body(SYSTEM, OLD, CALL, RESULT, NEWEST)
+    tokens = count_chat_tokens(ESTIMATE, request).tokens
+    fitted = fit(ESTIMATE, request, tokens, window, {"truncation": "auto"})
+    assert fitted.body["messages"] == kept
+    assert fitted.tokens == count_chat_tokens(ESTIMATE, body(*kept)).tokens <= window
+
+
+def test_what_cannot_fit_is_context_length_exceeded_even_under_auto():
+    request = body(SYSTEM, OLD, NEWEST)
+    tokens = count_chat_tokens(ESTIMATE, request).tokens
+    with pytest.raises(ContextTooLong):
+        fit(ESTIMATE, request, tokens, 12, {"truncation": "auto"})  # system + newest: 13
+    with pytest.raises(ContextTooLong):
+        fit(ESTIMATE, request, tokens, 60, {"truncation": "disabled", "max_output_tokens": 30})

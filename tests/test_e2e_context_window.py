@@ -1,0 +1,176 @@
+"""Long sessions on the production path, the run's side: truncation and
+context_length_exceeded against a route's window, server-side compaction
+(context_management) streamed first, and the Agents SDK's compaction session, with the exact
+requests the fake upstream received (the deployment: tests/context_deployment.py)."""
+import pytest
+
+from responses_app.context.compaction_items import COMPACTION_PREFIX
+from responses_app.context.summary import COMPACTION_PROMPT
+from tests.context_deployment import (  # noqa: F401  (fixtures)
+    api, chats, keys, stored_rows, summary_of, user, windowed)
+from tests.oracles import check_sse_stream
+from tests.upstream_scenarios import render_messages
+
+
+# --- truncation and the window (fake-text: 40 tokens) ------------------------------------
+
+LONG_INPUT = [
+    user("alpha " * 9 + "alpha"),  # user: + 10 words
+    {"role": "assistant", "content": "beta " * 9 + "beta"},
+    {"type": "function_call", "call_id": "c1", "name": "look", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "c1", "output": "gamma gamma gamma gamma gamma"},
+    user("final question now"),
+]  # 3 (instructions) + 11 + 11 + 2 + 6 + 4 = 37 tokens
+
+
+def test_auto_truncation_drops_the_oldest_messages_and_a_call_with_its_output(
+        api, clean_upstream):
+    reply = api.post("/responses", json={
+        "model": "fake-text", "instructions": "be brief", "input": LONG_INPUT,
+        "truncation": "auto", "max_output_tokens": 20})  # 20 tokens left for the input
+    assert reply.status_code == 200
+    assert reply.json()["truncation"] == "auto"
+    sent = chats(clean_upstream)
+    assert [m for m in sent[0]["messages"]] == [
+        {"role": "system", "content": "be brief"}, user("final question now")]
+    counts = [r["body"] for r in clean_upstream.requests() if r["path"] == "/tokenize"]
+    assert len(counts) == 3  # the whole, then after each of the two cuts
+
+
+def test_auto_truncation_keeps_what_fits(api, clean_upstream):
+    reply = api.post("/responses", json={
+        "model": "fake-text", "instructions": "be brief", "input": LONG_INPUT,
+        "truncation": "auto", "max_output_tokens": 10})  # 30 left: the first message goes
+    assert reply.status_code == 200
+    assert chats(clean_upstream)[0]["messages"] == [
+        {"role": "system", "content": "be brief"},
+        {"role": "assistant", "content": "beta " * 9 + "beta", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "look", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "gamma gamma gamma gamma gamma"},
+        user("final question now")]
+
+
+def test_over_the_window_without_truncation_is_context_length_exceeded(
+        windowed, api, clean_upstream):
+    before = stored_rows(windowed)
+    reply = api.post("/responses", json={
+        "model": "fake-text", "instructions": "be brief", "input": LONG_INPUT,
+        "max_output_tokens": 10, "stream": True})
+    assert (reply.status_code, reply.json()) == (400, {"error": {
+        "message": "Your input exceeds the context window of this model: 37 input tokens, "
+                   "and the window of 40 tokens leaves 30 for the input. Please adjust your "
+                   "input and try again, or use truncation: 'auto'.",
+        "type": "invalid_request_error", "param": "input",
+        "code": "context_length_exceeded"}})
+    assert chats(clean_upstream) == []  # the upstream was never asked
+    assert stored_rows(windowed) == before
+
+
+def test_a_background_response_over_the_window_fails_with_context_length_exceeded(
+        api, clean_upstream):
+    import time
+
+    created = api.post("/responses", json={
+        "model": "fake-text", "instructions": "be brief", "input": LONG_INPUT,
+        "max_output_tokens": 10, "background": True}).json()
+    deadline = time.monotonic() + 20
+    while (resource := api.get(f"/responses/{created['id']}").json())["status"] in (
+            "queued", "in_progress") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (resource["status"], resource["error"]) == ("failed", {
+        "code": "context_length_exceeded",
+        "message": "Your input exceeds the context window of this model: 37 input tokens, "
+                   "and the window of 40 tokens leaves 30 for the input. Please adjust your "
+                   "input and try again, or use truncation: 'auto'."})
+    assert chats(clean_upstream) == []
+
+
+# --- server-side compaction (context_management) -----------------------------------------
+
+@pytest.mark.parametrize("threshold", [0, -5, "10"])
+def test_a_bad_compact_threshold_is_a_400(api, threshold):
+    reply = api.post("/responses", json={"model": "fake-echo", "input": "x",
+                                         "context_management": [
+                                             {"type": "compaction",
+                                              "compact_threshold": threshold}]})
+    assert (reply.status_code, reply.json()) == (400, {"error": {
+        "message": "Invalid 'context_management[0].compact_threshold': expected an integer "
+                   "greater than or equal to 1.", "type": "invalid_request_error",
+        "param": "context_management[0].compact_threshold", "code": "invalid_value"}})
+
+
+def test_crossing_the_threshold_compacts_first_and_streams_the_compaction(
+        api, clean_upstream):
+    first = api.post("/responses", json={"model": "fake-echo",
+                                         "input": "one two three four five"}).json()
+    history = [user("one two three four five"),
+               {"role": "assistant", "content": "user: one two three four five"}, user("six")]
+    clean_upstream.clear()
+    reply = api.post("/responses", json={
+        "model": "fake-echo", "input": "six", "previous_response_id": first["id"],
+        "stream": True, "context_management": [{"type": "compaction",
+                                                "compact_threshold": 10}]})
+    events, final = check_sse_stream(reply.content)
+    assert [e["type"] for e in events[:5]] == [
+        "response.created", "response.in_progress", "response.output_item.added",
+        "response.compaction.compacting", "response.output_item.done"]
+    compaction = events[4]["item"]
+    assert compaction["type"] == "compaction" and compaction["encrypted_content"]
+    assert [i["type"] for i in final["output"]] == ["compaction", "message"]
+    summary = summary_of(history)
+    bodies = [(r["path"], r["body"]) for r in clean_upstream.requests()]
+    assert bodies[0] == ("/tokenize", {"model": "fake-echo", "add_generation_prompt": True,
+                                       "messages": history})  # 15 tokens > 10
+    assert bodies[1] == ("/v1/chat/completions", {
+        "model": "fake-echo", "stream": False, "messages": [*history, user(COMPACTION_PROMPT)]})
+    assert bodies[2][0] == "/tokenize"
+    assert bodies[3][1]["messages"] == [
+        {"role": "system", "content": COMPACTION_PREFIX + summary}, user("six")]
+    answer = final["output"][1]["content"][0]["text"]
+
+    clean_upstream.clear()  # the chain goes on from the compaction, without context_management
+    api.post("/responses", json={"model": "fake-echo", "input": "seven",
+                                 "previous_response_id": final["id"]})
+    assert chats(clean_upstream)[0]["messages"] == [
+        {"role": "system", "content": COMPACTION_PREFIX + summary}, user("six"),
+        {"role": "assistant", "content": answer}, user("seven")]
+
+
+# --- the Agents SDK's compaction session -------------------------------------------------
+
+def test_an_agents_sdk_compaction_session_runs_30_turns_in_a_40_token_window(
+        windowed, keys, clean_upstream, tmp_path):
+    import asyncio
+
+    from agents import (Agent, ModelSettings, OpenAIResponsesModel, Runner, SQLiteSession,
+                        set_tracing_disabled)
+    from agents.memory import OpenAIResponsesCompactionSession
+    from openai import AsyncOpenAI
+
+    set_tracing_disabled(True)  # nothing leaves the machine
+
+    async def session_of_30_turns() -> list[str]:
+        client = AsyncOpenAI(base_url=windowed.base_url, api_key=keys[0], max_retries=0)
+        agent = Agent(name="helper", instructions="Be brief.",
+                      model=OpenAIResponsesModel("fake-text", client),
+                      model_settings=ModelSettings(truncation="auto"))
+        session = OpenAIResponsesCompactionSession(
+            "s", SQLiteSession("s", str(tmp_path / "session.db")), client=client,
+            model="gpt-4.1")  # compacted by the default route's model
+        answers = []
+        for turn in range(30):
+            result = await Runner.run(agent, f"turn {turn}", session=session)
+            answers.append(result.final_output)
+        await client.close()
+        return answers
+
+    assert asyncio.run(session_of_30_turns()) == ["Hello, world! How can I help?"] * 30
+    sent = [body for body in chats(clean_upstream) if body["model"] == "fake-text"]
+    summaries = [body for body in chats(clean_upstream) if body["model"] == "gpt-4.1"]
+    assert len(sent) == 30 and len(summaries) == 3  # compacted after turns 10, 20 and 30
+    # within the window every turn (one token per word, as the fake's /tokenize counts)
+    assert max(len(render_messages(body["messages"]).split()) for body in sent) <= 40
+    assert sent[-1]["messages"][:2] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "system", "content": COMPACTION_PREFIX + "Hello, world! How can I help?"}]
+    assert sent[-1]["messages"][-1] == user("turn 29")

@@ -1,0 +1,145 @@
+"""Tracing on a real deployment (Daphne + a Celery worker, OTEL_EXPORTER_OTLP_ENDPOINT
+pointed at a test OTLP receiver): one trace per response from the POST through the run
+queue to the upstream and MCP calls, with the GenAI attributes and the parent links; the
+switch itself (the OTEL_* variables) is checked without a deployment."""
+import json
+import time
+
+import pytest
+
+from tests.conftest import production_deployment
+from tests.mcp_server import McpTestServer
+from tests.oracles import check_sse_stream
+from tests.otlp_receiver import OtlpReceiver
+from observability.tracing import enabled_by_environment
+from tests.servers import RedisServer
+
+
+@pytest.fixture(scope="module")
+def traced(upstream, tmp_path_factory):
+    redis_server = RedisServer(tmp_path_factory.mktemp("redis"))
+    redis_server.start()
+    with OtlpReceiver() as receiver:
+        try:
+            with production_deployment(upstream, tmp_path_factory, "traced", 0,
+                                       redis_base_url=redis_server.base_url,
+                                       OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url,
+                                       OTEL_BSP_SCHEDULE_DELAY="100",
+                                       OTEL_SERVICE_NAME="gateway-under-test",
+                                       LOG_LEVEL="INFO") as deployment:
+                yield deployment, receiver
+        finally:
+            redis_server.stop()
+
+
+@pytest.fixture(scope="module")
+def demo():
+    server = McpTestServer("demo").start()
+    yield server
+    server.stop()
+
+
+def spans_until(receiver, done, timeout=30.0) -> list[dict]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        spans = list(receiver.spans)
+        if done(spans):
+            return spans
+        time.sleep(0.1)
+    raise AssertionError(f"spans never arrived: {json.dumps(receiver.spans, indent=1)}")
+
+
+def by_scope(spans, scope, trace_id) -> list[dict]:
+    return [s for s in spans if s["scope"] == scope and s["trace_id"] == trace_id]
+
+
+def test_one_trace_from_the_post_through_the_run_queue_to_the_upstream_and_mcp_calls(
+        traced, demo, upstream):
+    deployment, receiver = traced
+    key = deployment.new_api_key("tracer")
+    with deployment.client(key) as api:
+        with api.stream("POST", "/responses", headers={"x-request-id": "req-traced-1"}, json={
+                "model": "fake-tool-caller", "stream": True,
+                "input": 'call demo__echo {"text": "hi"}',
+                "tools": [{"type": "mcp", "server_label": "demo", "server_url": demo.url,
+                           "require_approval": "never"}]}) as response:
+            raw = response.read()
+    _, final = check_sse_stream(raw)
+    # the run's span ends after its last upstream call and may come in a later export batch
+    spans = spans_until(receiver, lambda spans: any(
+        s["name"] == "POST /v1/responses" for s in spans) and sum(
+        s["name"] == "chat fake-tool-caller" for s in spans) == 2 and any(
+        s["name"] == "run" for s in spans))
+    [post] = [s for s in spans if s["name"] == "POST /v1/responses"]
+    trace_id = post["trace_id"]
+    assert (post["kind"], post["parent_id"], post["scope"]) == (
+        "server", "", "opentelemetry.instrumentation.asgi")
+    # the web -> worker hop: the run continues the POST's trace, as its child
+    [run] = by_scope(spans, "responses-gateway", trace_id)[-1:]
+    assert (run["name"], run["kind"], run["parent_id"], run["attributes"]) == (
+        "run", "consumer", post["span_id"], {"gateway.response.id": final["id"]})
+    ours = by_scope(spans, "responses-gateway", trace_id)
+    assert [(s["name"], s["kind"], s["parent_id"]) for s in ours] == [
+        ("tools/list", "client", run["span_id"]),
+        ("chat fake-tool-caller", "client", run["span_id"]),
+        ("tools/call echo", "client", run["span_id"]),
+        ("chat fake-tool-caller", "client", run["span_id"]),
+        ("run", "consumer", post["span_id"])]
+    upstream_port = int(upstream.base_url.split(":")[2].split("/")[0])
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.system": "openai",
+            "gen_ai.provider.name": "openai", "gen_ai.request.model": "fake-tool-caller",
+            "server.address": "127.0.0.1", "server.port": upstream_port,
+            "gen_ai.response.id": "chatcmpl-faketoolcaller",
+            "gen_ai.response.model": "fake-tool-caller",
+            "gen_ai.usage.input_tokens": 12, "gen_ai.usage.output_tokens": 2}
+    assert ours[1]["attributes"] == {**chat, "gen_ai.response.finish_reasons": ["tool_calls"]}
+    assert ours[3]["attributes"] == {**chat, "gen_ai.response.finish_reasons": ["stop"]}
+    # the response's usage is the sum of its upstream calls'
+    assert (final["usage"]["input_tokens"], final["usage"]["output_tokens"]) == (24, 4)
+    mcp_port = int(demo.url.split(":")[2].split("/")[0])
+    server = {"server.address": "127.0.0.1", "server.port": mcp_port,
+              "gateway.mcp.server_label": "demo"}
+    assert ours[0]["attributes"] == {**server, "mcp.method.name": "tools/list"}
+    assert ours[2]["attributes"] == {**server, "mcp.method.name": "tools/call",
+                                     "gen_ai.operation.name": "execute_tool",
+                                     "gen_ai.tool.name": "echo"}
+    # Redis and psycopg spans of the same trace, on both sides of the hop
+    redis_spans = by_scope(spans, "opentelemetry.instrumentation.redis", trace_id)
+    assert {"LPUSH", "XREAD", "EVALSHA"} <= {s["name"] for s in redis_spans}
+    assert by_scope(spans, "opentelemetry.instrumentation.psycopg", trace_id)
+    assert {s["service"] for s in spans} == {"gateway-under-test"}
+    # the request id's log line names the trace
+    access = [json.loads(line) for line in deployment.logs().splitlines()
+              if '"gateway.access"' in line and "req-traced-1" in line]
+    assert [(a["message"], a["request_id"], a["trace_id"]) for a in access] == [
+        ("POST /v1/responses 200", "req-traced-1", trace_id)]
+
+
+def test_a_django_view_is_traced_by_the_django_instrumentation(traced):
+    deployment, receiver = traced
+    key = deployment.new_api_key("tracer")
+    with deployment.client(key) as api:
+        assert api.get("/models").status_code == 200
+    spans = spans_until(receiver, lambda spans: any(
+        s["scope"] == "opentelemetry.instrumentation.django" for s in spans))
+    [view] = [s for s in spans if s["scope"] == "opentelemetry.instrumentation.django"]
+    [server] = [s for s in spans if s["span_id"] == view["parent_id"]]
+    assert (view["name"], view["kind"], view["trace_id"]) == (
+        "GET v1/models", "internal", server["trace_id"])
+    assert (server["name"], server["kind"], server["scope"]) == (
+        "GET /v1/models", "server", "opentelemetry.instrumentation.asgi")
+
+
+@pytest.mark.parametrize("environ, enabled", [
+    ({}, False),
+    ({"OTEL_EXPORTER_OTLP_ENDPOINT": ""}, False),
+    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, True),
+    ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4318/v1/traces"}, True),
+    ({"OTEL_TRACES_EXPORTER": "console"}, True),
+    ({"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"},
+     False),
+    ({"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"},
+     False),
+])
+def test_tracing_is_off_unless_the_otel_variables_ask_for_it(environ, enabled):
+    assert enabled_by_environment(environ) is enabled
