@@ -8,10 +8,14 @@ message never generates twice; the result is conditional on the run still owning
 (the watchdog may have failed it), and is committed before the run publishes its terminal
 event: a follow-up request made the instant it arrives finds it.
 
-The row's creation and its claim do not wait for the disk (database.py, durable=False):
-were the database server to crash the moment after, the run they start could not store
-its result anyway (its result is durable, and makes them durable with it). The result
-waits: once the client has seen a response end, its stored result and usage stay.
+A foreground response's row and the claim of a run that carries its job do not wait for
+the disk (database.py, durable=False): were the database server to crash the moment after,
+the run they start, whose client is attached, could not store its result anyway (its
+result is durable, and makes them durable with it). A background response's row and an
+id-only claim (background runs, chains, redelivered runs) wait: a client that holds only
+the id must find it, and a claim lost after its message was acknowledged would leave the
+row queued with nothing to run it. The result waits: once the client has seen a response
+end, its stored result and usage stay.
 """
 import asyncio
 import itertools
@@ -33,30 +37,31 @@ TURN_STATUSES = {ResponseStatus.COMPLETED.value, ResponseStatus.INCOMPLETE.value
 
 async def insert_response(job: Job) -> None:
     """INSERT the new response's row, queued (autocommit: committed on return)."""
-    await fetchone(statements.INSERT_SQL, statements.insert_params(job), durable=False)
+    await fetchone(statements.INSERT_SQL, statements.insert_params(job),
+                   durable=job.background)
 
 
 async def claim(response_id: str, worker: str) -> bool:
     """Take the queued response for a run that has its job already; whether it got it."""
-    return await _claim(("id",), response_id, worker) is not None
+    return await _claim(("id",), response_id, worker, durable=False) is not None
 
 
 async def claim_job(response_id: str, worker: str) -> Job | None:
     """Take the queued response and read its job; None if another run has it or it is gone."""
-    claimed = await _claim(("id", *JOB_COLUMNS), response_id, worker)
+    claimed = await _claim(("id", *JOB_COLUMNS), response_id, worker, durable=True)
     if claimed is None:
         return None
     return Job.of_columns(response_id, dict(zip(JOB_COLUMNS, claimed[1:])))
 
 
-async def _claim(columns: tuple[str, ...], response_id: str, worker: str):
+async def _claim(columns: tuple[str, ...], response_id: str, worker: str, durable: bool):
     """The claimed row's `columns`, or None; looks again while the row is not written yet
     (a run sent before its row was committed)."""
     sql = statements.claim_sql(columns)
     params = statements.claim_params(response_id, worker) + [response_id]
     started = time.monotonic()
     for attempt in itertools.count():
-        status, *claimed = await fetchone(sql, params, durable=False)
+        status, *claimed = await fetchone(sql, params, durable=durable)
         if claimed[0] is not None:
             return claimed
         delay = statements.claim_retry_delay(attempt, started, status)
