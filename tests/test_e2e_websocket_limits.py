@@ -61,7 +61,7 @@ def test_unknown_event_type(ws):
     ws.send(json.dumps({"type": "session.update"}))
     assert read_turn(ws) == [error(400, "invalid_request_error", "invalid_value", "type",
                                    "Unsupported event type 'session.update': this server "
-                                   "accepts 'response.create'.")]
+                                   "accepts 'response.create' and 'response.steer'.")]
     ws.send(json.dumps(["response.create"]))
     assert read_turn(ws) == [error(400, "invalid_request_error", "invalid_type", None,
                                    "An event must be a JSON object.")]
