@@ -12,7 +12,8 @@ it after the error frame (close codes 4401 and 4429). A socket lives at most
 WEBSOCKET_MAX_AGE_SECONDS (then `websocket_connection_limit_reached`) and is closed after
 WEBSOCKET_IDLE_SECONDS without a frame or a running response; Daphne pings it meanwhile
 (its --ping-interval). A socket that closes stops its running `store: false` responses
-(nobody can read the rest); `store: true` ones go on and are stored.
+(nobody can read the rest); `store: true` ones go on and are stored. A server that stops
+closes its sockets with 4503 first (socket_shutdown.py).
 """
 import asyncio
 import logging
@@ -27,6 +28,7 @@ from accounting.ratelimit import QuotaExceeded
 from ..auth import resolve_api_key
 from ..db_threads import run_db
 from ..errors import APIError, AuthenticationError, BodyTooLarge, InvalidRequest
+from . import socket_shutdown
 from .socket_lanes import Lane, steered_lane
 from .socket_state import SocketState
 from .socket_steer import SteerEvents, SteerRefused, accept, check_steer
@@ -64,6 +66,7 @@ class ResponsesSocket(AsyncWebsocketConsumer):
             await self.end(BAD_KEY)
             return
         self.state = SocketState(principal.tenant.id)
+        socket_shutdown.OPEN.add(self)
         loop = asyncio.get_running_loop()
         self.deadline = loop.time() + settings.WEBSOCKET_MAX_AGE_SECONDS
         self.last_active = loop.time()
@@ -177,8 +180,14 @@ class ResponsesSocket(AsyncWebsocketConsumer):
             self.closing = True
             await self.close(code)
 
+    async def shut_down(self, code: int) -> None:
+        """The server is stopping: close with `code`, stop the unstored runs."""
+        await self.end(code)
+        await self.disconnect(code)
+
     async def disconnect(self, code):
         self.closing = True
+        socket_shutdown.OPEN.discard(self)
         if self.timer is not None and not self.timer.done():
             self.timer.cancel()
         for lane in self.lanes.values():
@@ -195,6 +204,7 @@ async def refuse_websocket(scope, receive, send):
 def websocket_application():
     """The ASGI app of every WebSocket: /v1/responses is WebSocket mode, others are refused."""
     responses_socket = ResponsesSocket.as_asgi()
+    socket_shutdown.install()
 
     async def application(scope, receive, send):
         if scope["path"].rstrip("/") == "/v1/responses":
