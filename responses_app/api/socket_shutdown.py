@@ -3,10 +3,12 @@ frame (code 4503) and its `store: false` runs are stopped (nobody can read them 
 `store: true` runs go on in their workers and are stored.
 
 Daphne does not do it by itself: on SIGTERM its shutdown step (Server.kill_all_applications)
-reads `application_instance` of every connection and stops at the first one whose application
-has already finished (an idle keep-alive HTTP connection: Daphne removed the key), with a
-KeyError, before it cancels any consumer; and where it gets to them, it cancels consumers
-without a close frame. Clients saw the TCP connection drop (1006). So the process adds its
+reads `application_instance` of every connection it tracks and stops with a KeyError at the
+first one that has none (an HTTP request whose application it has reaped, or the request a
+WebSocket was upgraded from, until its once-a-second checker drops them), before it has
+cancelled any consumer; where it does get to them, it cancels consumers without a close
+frame and without their `disconnect`. Clients saw the TCP connection drop (1006).
+So the process adds its
 own step to the reactor's shutdown, before Daphne's. 1001 ("going away") and 1012 cannot
 be sent: Daphne closes through autobahn's `sendClose`, which lets a server send 1000 and
 3000-4999 only; 4503 follows this front door's rule (4000 + the HTTP status: 503).
