@@ -8,9 +8,8 @@ first one that has none (an HTTP request whose application it has reaped, or the
 WebSocket was upgraded from, until its once-a-second checker drops them), before it has
 cancelled any consumer; where it does get to them, it cancels consumers without a close
 frame and without their `disconnect`. Clients saw the TCP connection drop (1006).
-So the process adds its
-own step to the reactor's shutdown, before Daphne's. 1001 ("going away") and 1012 cannot
-be sent: Daphne closes through autobahn's `sendClose`, which lets a server send 1000 and
+So the process adds its own step to the reactor's shutdown, before Daphne's. 1001 ("going
+away") and 1012 cannot be sent: Daphne closes through autobahn's `sendClose`, which lets a server send 1000 and
 3000-4999 only; 4503 follows this front door's rule (4000 + the HTTP status: 503).
 """
 import asyncio
