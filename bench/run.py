@@ -26,7 +26,7 @@ from pathlib import Path
 import psycopg
 import redis
 
-from bench import agent_loop
+from bench import agent_loop, socket_storm
 from bench.loadgen import Run, Target, fetch, run_load
 from tests.servers import (BIN, POSTGRES_ADMIN_URL, PYTHON, REDIS_BASE_URL, ROOT, Deployment,
                            free_port, fresh_postgres_database)
@@ -486,6 +486,8 @@ def render(report: dict) -> str:
               "server too).", ""]
     if report.get("agent_loops"):
         lines += agent_loop.render(report["agent_loops"]) + [""]
+    if report.get("sockets"):
+        lines += socket_storm.render(report["sockets"]) + [""]
     return "\n".join(lines)
 
 
@@ -541,6 +543,11 @@ def main(argv: list[str] | None = None) -> int:
                              "WebSocket), each a 20-turn tool loop (default 1,50; 0 skips it)")
     parser.add_argument("--only-agent-loops", action="store_true",
                         help="skip the matrix and the streams check")
+    parser.add_argument("--sockets", type=int, default=500,
+                        help="WebSockets open at once in the sockets check, each running a "
+                             "4-turn tool loop (default 500; 0 skips it)")
+    parser.add_argument("--only-sockets", action="store_true",
+                        help="run the sockets check alone")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "latest.md"),
                         help="markdown report path; the JSON goes next to it (.json)")
     args = parser.parse_args(argv)
@@ -560,8 +567,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.streams is not None:
         streams = args.streams
     loops = [int(n) for n in args.agent_loops.split(",") if int(n) > 0]
-    if args.only_agent_loops:
+    if args.only_agent_loops or args.only_sockets:
         matrix, streams = [], 0
+    if args.only_sockets:
+        loops = []
     redis_url = f"{REDIS_BASE_URL.rstrip('/')}/{REDIS_DB}"
     upstream = FakeUpstreamProcess(logdir)
     deployment: BenchDeployment | None = None
@@ -596,8 +605,14 @@ def main(argv: list[str] | None = None) -> int:
         if loops:
             report["agent_loops"] = asyncio.run(agent_loop.run(
                 upstream.base_url, deployment.base_url, api_key, loops, log))
+        if args.sockets > 0:
+            report["sockets"] = asyncio.run(socket_storm.run(
+                deployment.base_url, api_key, args.sockets, log))
         check = report.get("streams_check")
-        return 0 if check is None or check["passed"] else 1
+        sockets = report.get("sockets")
+        sockets_ok = sockets is None or not (sockets["failed"] or sockets["lost"]
+                                             or sockets["reordered"] or sockets["differing"])
+        return 0 if (check is None or check["passed"]) and sockets_ok else 1
     except KeyboardInterrupt:
         log("interrupted; stopping processes ...")
         report["meta"]["aborted"] = "interrupted"
@@ -612,7 +627,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not skip the cleanup
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        if report.get("cells") or report.get("agent_loops"):
+        if report.get("cells") or report.get("agent_loops") or report.get("sockets"):
             try:
                 write_report(report, started, out_md, out_json)
             except Exception as exc:

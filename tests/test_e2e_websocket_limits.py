@@ -61,7 +61,7 @@ def test_unknown_event_type(ws):
     ws.send(json.dumps({"type": "session.update"}))
     assert read_turn(ws) == [error(400, "invalid_request_error", "invalid_value", "type",
                                    "Unsupported event type 'session.update': this server "
-                                   "accepts 'response.create'.")]
+                                   "accepts 'response.create' and 'response.steer'.")]
     ws.send(json.dumps(["response.create"]))
     assert read_turn(ws) == [error(400, "invalid_request_error", "invalid_type", None,
                                    "An event must be a JSON object.")]
@@ -178,9 +178,53 @@ def test_a_store_true_run_outlives_its_socket(deployment, upstream):
     with open_socket(deployment, deployment.key) as ws:
         send(ws, model=model, input="hi")
         response_id = json.loads(ws.recv(10))["response"]["id"]
+    stored = stored_once_released(deployment, upstream, model, response_id)
+    assert stored["output"][0]["content"][0]["text"] == bench_text(40)
+
+
+def stored_once_released(deployment, upstream, model: str, response_id: str) -> dict:
+    """Release a held model; the response as stored once its run has completed."""
     upstream.release(model)
     with deployment.client(deployment.key) as api:
         wait_for(lambda: api.get(f"/responses/{response_id}").json()["status"] == "completed",
                  "the run to be stored")
-        stored = api.get(f"/responses/{response_id}").json()
+        return api.get(f"/responses/{response_id}").json()
+
+
+def test_server_shutdown_closes_sockets_and_stops_their_store_false_runs(deployment,
+                                                                         clean_upstream):
+    """SIGTERM to Daphne: open sockets get a close frame with code 4503 (1001 cannot be
+    sent through Daphne: its WebSocket library lets a server send 1000 and 3000-4999 only);
+    their store: false runs are stopped, their store: true runs finish and are stored."""
+    import signal
+
+    tag = time.time_ns()
+    gone, kept = f"bench-40-5-held3-shutdown{tag}", f"bench-40-1-held3-kept{tag}"
+    try:
+        with open_socket(deployment, deployment.key) as ws:
+            send(ws, model=kept, input="kept", stream_id="kept")
+            send(ws, model=gone, store=False, input="gone", stream_id="gone")
+            started, kept_id = set(), None
+            while started != {"kept", "gone"}:
+                frame = json.loads(ws.recv(10))
+                if frame["type"] == "response.output_text.delta":
+                    started.add(frame["stream_id"])
+                if frame["type"] == "response.created" and frame["stream_id"] == "kept":
+                    kept_id = frame["response"]["id"]
+            deployment.web.send_signal(signal.SIGTERM)
+            with pytest.raises(ConnectionClosed) as closed:
+                while True:
+                    ws.recv(20)
+        assert closed.value.rcvd is not None, "no close frame"
+        assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (4503, "")
+        wait_for(lambda: clean_upstream.stats()["disconnects"] == 1,
+                 "the upstream to see the store: false run stopped")
+        assert deployment.web.wait(15) == 0
+    finally:
+        deployment.stop_web()
+        deployment.start_web()
+    stored = stored_once_released(deployment, clean_upstream, kept, kept_id)
     assert stored["output"][0]["content"][0]["text"] == bench_text(40)
+    assert clean_upstream.stats()["completed"] == 1  # the kept run only
+    with open_socket(deployment, deployment.key) as ws:
+        still_usable(ws)

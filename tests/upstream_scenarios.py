@@ -21,6 +21,8 @@ Dynamic model names handled by :func:`scenario_for`:
 * ``fake-tool-loop-<n>``  -- an agent loop of ``n`` tool calls: while the conversation holds fewer
   than ``n`` tool results, calls ``step`` with ``{"step": <results + 1>}`` (call id
   ``call_step_<results + 1>``); then answers ``Done after <n> steps.``;
+* ``fake-tool-loop-<n>-held-<tag>`` -- the same, each stream held after its first chunk until
+  the test releases that model name;
 * ``fake-flaky-<status>x<n>[-<tag>]`` -- the first ``n`` requests for this exact model name
   fail with HTTP ``status`` (a 429 carries ``retry-after: 0``), later ones are ``fake-text``
   (the server counts per model name: use a fresh tag per test);
@@ -225,7 +227,7 @@ def flaky_failure(model: str) -> tuple[Scenario, int] | None:
     return _error(status, f"flaky upstream: HTTP {status}", "server_error", headers=headers), times
 _SLOW = re.compile(r"fake-slow-(\d+)")
 _COUNT = re.compile(r"Count from 1 to (\d+)")
-_TOOL_LOOP = re.compile(r"fake-tool-loop-(\d+)")
+_TOOL_LOOP = re.compile(r"fake-tool-loop-(\d+)(-held-.*)?")
 
 
 def _tool_loop(model: str, steps: int, messages: list[dict]) -> Scenario:
@@ -278,7 +280,8 @@ def scenario_for(model: str, request_body: dict) -> Scenario:
     if m := _SLOW.fullmatch(model or ""):
         return _slow(int(m[1]))
     if m := _TOOL_LOOP.fullmatch(model or ""):
-        return _tool_loop(model, int(m[1]), request_body.get("messages", []))
+        loop = _tool_loop(model, int(m[1]), request_body.get("messages", []))
+        return replace(loop, hold_after=1) if m[2] else loop
     return SCENARIOS["fake-text"]
 
 

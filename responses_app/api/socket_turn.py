@@ -71,6 +71,11 @@ class Turn:
         self.exchange = Exchange(METHOD, None)
         self.previous = frame.get("previous_response_id")
         self.job = self.subscription = None
+        # Steering (socket_steer.py): open while the run streams, until its terminal event;
+        # the submissions it took; those it carries from a predecessor; whether it started
+        # (sent `response.created`); its final response object.
+        self.steerable, self.steers, self.carried = False, [], []
+        self.started, self.final = False, None
         self.status = 200  # as an HTTP create would have answered, for metrics and the log
 
     async def run(self) -> None:
@@ -86,6 +91,7 @@ class Turn:
             await self.send(api_error_frame(error))
             await self.socket.refused(error)
         finally:
+            self.steerable = False
             if self.subscription is not None:
                 self.subscription.close()
             self.exchange.answered(ROUTE, PATH, self.status)
@@ -102,9 +108,11 @@ class Turn:
             self.socket.authorization, body, self.exchange, history, generate)
         self.job = job
         if not generate:
+            self.started = True
             await self._prepared(job, continued)
             return
-        resource = await self._relay()
+        self.steerable = True
+        resource = self.final = await self._relay()
         if resource is None or resource["status"] not in USABLE_STATUSES:
             self.state.evict(self.previous)
         elif request.conversation_id is None:
@@ -123,13 +131,15 @@ class Turn:
             self.status = error["status"]
             await self.send(error_frame(error["status"], error["body"], error.get("headers")))
             return None
-        last = None
+        last, self.started = None, True
         ACTIVE_STREAMS.inc()
         try:
             while True:
                 if entry is not KEEPALIVE:
                     if entry.error is not None:  # the bus failed under us
                         return None
+                    if entry.end:  # steering closes before the client sees the end
+                        self.steerable = False
                     for block in split_blocks(entry.data):
                         last = block[block.index(b"\ndata: ") + 7:-2]
                         await self.send(last.decode())

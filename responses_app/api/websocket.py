@@ -12,7 +12,8 @@ it after the error frame (close codes 4401 and 4429). A socket lives at most
 WEBSOCKET_MAX_AGE_SECONDS (then `websocket_connection_limit_reached`) and is closed after
 WEBSOCKET_IDLE_SECONDS without a frame or a running response; Daphne pings it meanwhile
 (its --ping-interval). A socket that closes stops its running `store: false` responses
-(nobody can read the rest); `store: true` ones go on and are stored.
+(nobody can read the rest); `store: true` ones go on and are stored. A server that stops
+closes its sockets with 4503 first (socket_shutdown.py).
 """
 import asyncio
 import logging
@@ -27,8 +28,10 @@ from accounting.ratelimit import QuotaExceeded
 from ..auth import resolve_api_key
 from ..db_threads import run_db
 from ..errors import APIError, AuthenticationError, BodyTooLarge, InvalidRequest
-from .socket_lanes import Lane
+from . import socket_shutdown
+from .socket_lanes import Lane, steered_lane
 from .socket_state import SocketState
+from .socket_steer import SteerEvents, SteerRefused, accept, check_steer
 from .socket_turn import api_error_frame, error_frame
 
 log = logging.getLogger(__name__)
@@ -54,6 +57,7 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         self.authorization = (headers.get(b"authorization") or b"").decode("latin-1") or None
         self.lanes: dict[str | None, Lane] = {}
         self.timer, self.closing = None, False
+        self.steer_events = SteerEvents()
         await self.accept()
         try:
             principal = await run_db(resolve_api_key, self.authorization)
@@ -62,6 +66,7 @@ class ResponsesSocket(AsyncWebsocketConsumer):
             await self.end(BAD_KEY)
             return
         self.state = SocketState(principal.tenant.id)
+        socket_shutdown.OPEN.add(self)
         loop = asyncio.get_running_loop()
         self.deadline = loop.time() + settings.WEBSOCKET_MAX_AGE_SECONDS
         self.last_active = loop.time()
@@ -75,6 +80,9 @@ class ResponsesSocket(AsyncWebsocketConsumer):
             frame = self._frame(text_data if text_data is not None else bytes_data)
         except APIError as exc:
             await self.send_text(api_error_frame(exc))
+            return
+        if frame["type"] == "response.steer":
+            await self._steer(frame)
             return
         stream_id = frame.get("stream_id")
         lane = self.lanes.get(stream_id)
@@ -104,14 +112,31 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         if not isinstance(frame, dict):
             raise InvalidRequest("An event must be a JSON object.", code="invalid_type")
         kind = frame.get("type")
+        if kind == "response.steer":
+            return frame
         if kind != "response.create":
             raise InvalidRequest(f"Unsupported event type {kind!r}: this server accepts "
-                                 "'response.create'.", param="type", code="invalid_value")
+                                 "'response.create' and 'response.steer'.", param="type",
+                                 code="invalid_value")
         stream_id = frame.get("stream_id")
         if stream_id is not None and (not isinstance(stream_id, str) or not stream_id):
             raise InvalidRequest("'stream_id' must be a non-empty string.", param="stream_id",
                                  code="invalid_type")
         return frame
+
+    async def _steer(self, frame: dict) -> None:
+        """A `response.steer`: queued on the running response it names (socket_steer.py)."""
+        try:
+            target, steered = check_steer(frame)
+            lane = steered_lane(self.lanes, self.state, target)
+            steer = accept(target, steered, len(lane.turn.steers))
+        except SteerRefused as exc:
+            await self.send_text(self.steer_events.failed(
+                frame.get("previous_response_id"), frame.get("input"), None, exc.code,
+                exc.message))
+            return
+        lane.turn.steers.append(steer)
+        await self.send_text(self.steer_events.accepted(steer, lane.stream_id))
 
     async def _watch_limits(self) -> None:
         """Close the socket at its age limit, or when idle too long."""
@@ -155,8 +180,14 @@ class ResponsesSocket(AsyncWebsocketConsumer):
             self.closing = True
             await self.close(code)
 
+    async def shut_down(self, code: int) -> None:
+        """The server is stopping: close with `code`, stop the unstored runs."""
+        await self.end(code)
+        await self.disconnect(code)
+
     async def disconnect(self, code):
         self.closing = True
+        socket_shutdown.OPEN.discard(self)
         if self.timer is not None and not self.timer.done():
             self.timer.cancel()
         for lane in self.lanes.values():
@@ -173,6 +204,7 @@ async def refuse_websocket(scope, receive, send):
 def websocket_application():
     """The ASGI app of every WebSocket: /v1/responses is WebSocket mode, others are refused."""
     responses_socket = ResponsesSocket.as_asgi()
+    socket_shutdown.install()
 
     async def application(scope, receive, send):
         if scope["path"].rstrip("/") == "/v1/responses":

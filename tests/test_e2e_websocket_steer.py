@@ -1,0 +1,219 @@
+"""Steering on a WebSocket (`response.steer`) on the production path (Daphne, a Celery worker,
+Redis, Postgres, the fake upstream over HTTP): input steered into a running response becomes
+the input of its automatic successor; a steer with nothing running, or once the response
+ended, fails with OpenAI's codes. Steering events go through the openai SDK's beta server
+event models, every response's events through the stream oracles and invariant checker."""
+import json
+import time
+
+import pytest
+from pydantic import TypeAdapter
+
+from tests.invariants import check_stream
+from tests.oracles import validate_event
+from tests.test_e2e_durable import bench_text
+from tests.websocket_client import TERMINAL, open_socket, read_turn, send
+
+STEER_TYPES = {"response.steer.accepted", "response.steer.pending", "response.steer.failed"}
+ENDED = "The response completed and is no longer accepting steering input."
+
+
+@pytest.fixture(scope="module")
+def server_events():
+    from openai.types.beta import BetaResponsesServerEvent
+
+    return TypeAdapter(BetaResponsesServerEvent)
+
+
+@pytest.fixture
+def ws(production, tenant_key):
+    with open_socket(production, tenant_key) as socket:
+        yield socket
+
+
+def steer(ws, target, steered) -> None:
+    ws.send(json.dumps({"type": "response.steer", "previous_response_id": target,
+                        "input": steered}))
+
+
+def read_until(ws, done, on_frame=lambda frame: None) -> tuple[list, list]:
+    """Frames until `done(responses)`: (the responses' events, each response's list; the
+    steering events)."""
+    responses, steers, current = [], [], []
+    while not done(responses):
+        frame = json.loads(ws.recv(30))
+        on_frame(frame)
+        if frame["type"] in STEER_TYPES:
+            steers.append(frame)
+            continue
+        current.append(frame)
+        if frame["type"] in TERMINAL or frame["type"] == "error":
+            responses.append(current)
+            current = []
+    return responses, steers
+
+
+def checked(events: list) -> dict:
+    for event in events:
+        validate_event(event)
+    return check_stream(events)
+
+
+def failed(target, steered, code: str, message: str, sequence: int) -> dict:
+    return {"type": "response.steer.failed", "sequence_number": sequence,
+            "steer": {"previous_response_id": target, "input": steered},
+            "error": {"type": "invalid_request_error", "code": code, "message": message}}
+
+
+def test_steered_input_becomes_the_successors_input(ws, clean_upstream, server_events):
+    held = f"bench-4-1-held2-steer{time.time_ns()}"
+    send(ws, model=held, store=False, input="first", instructions="Be brief.")
+    created = json.loads(ws.recv(30))
+    assert created["type"] == "response.created"
+    target = created["response"]["id"]
+    parts = [{"type": "input_text", "text": "in French"}]
+    steer(ws, target, "also say hi")
+    steer(ws, target, [{"type": "message", "role": "user", "content": parts}])
+
+    def release_after_both(frame):
+        if frame["type"] == "response.steer.accepted" and frame["sequence_number"] == 1:
+            clean_upstream.release(held)
+
+    responses, steers = read_until(ws, lambda done: len(done) == 2, release_after_both)
+    for event in steers:
+        server_events.validate_python(event)
+    assert [(e["type"], e["sequence_number"], e["steer"]["previous_response_id"])
+            for e in steers] == [("response.steer.accepted", 0, target),
+                                 ("response.steer.accepted", 1, target)]
+    assert set(steers[0]) == {"type", "sequence_number", "steer"}
+    assert steers[0]["steer"]["id"].startswith("steer_")
+    assert steers[0]["steer"]["id"] != steers[1]["steer"]["id"]
+    first, successor = (checked([created] + responses[0]), checked(responses[1]))
+    assert first["id"] == target and first["status"] == successor["status"] == "completed"
+    assert successor["previous_response_id"] == target
+    assert successor["instructions"] == "Be brief." and successor["model"] == held
+    assert successor["output"][0]["content"][0]["text"] == bench_text(4)
+    first_request, second_request = [r["body"] for r in clean_upstream.requests()]
+    assert first_request["messages"] == [{"role": "system", "content": "Be brief."},
+                                         {"role": "user", "content": "first"}]
+    assert second_request["messages"] == [
+        {"role": "system", "content": "Be brief."}, {"role": "user", "content": "first"},
+        {"role": "assistant", "content": bench_text(4)},
+        {"role": "user", "content": "also say hi"},
+        {"role": "user", "content": "in French"}]  # one text part: sent as a string
+    assert ({k: v for k, v in first_request.items() if k != "messages"}
+            == {k: v for k, v in second_request.items() if k != "messages"})
+
+
+def test_a_steer_with_nothing_running_fails(ws, server_events):
+    steer(ws, "resp_nothing", "hello?")
+    frame = json.loads(ws.recv(30))
+    server_events.validate_python(frame)
+    assert frame == failed("resp_nothing", "hello?", "response_not_found",
+                           "No response with id 'resp_nothing' is running on this "
+                           "connection.", 0)
+    send(ws, model="fake-text", store=False, input="hi")
+    responses, _ = read_until(ws, lambda done: len(done) == 1)
+    final = checked(responses[0])
+    steer(ws, final["id"], "too late")  # the client has seen the end: it always fails
+    frame = json.loads(ws.recv(30))
+    server_events.validate_python(frame)
+    assert frame == failed(final["id"], "too late", "response_already_completed", ENDED, 1)
+
+
+def test_bad_steering_input_fails_without_an_id(ws):
+    bad = [{"role": "assistant", "content": "I will"}]
+    steer(ws, "resp_x", bad)
+    assert json.loads(ws.recv(30)) == failed(
+        "resp_x", bad, "invalid_input", "input[0]: steering accepts only messages with the "
+        "'user' role, with only 'type', 'role' and 'content'.", 0)
+    ws.send(json.dumps({"type": "response.steer", "previous_response_id": "resp_x",
+                        "input": "x", "stream_id": "a"}))
+    assert json.loads(ws.recv(30)) == failed(
+        "resp_x", "x", "invalid_input", "Unknown parameter 'stream_id': response.steer "
+        "accepts only 'type', 'previous_response_id' and 'input'.", 1)
+
+
+def test_a_steer_racing_the_end(ws, clean_upstream, server_events):
+    """Sent as the last output events arrive (a later one each attempt): either it is
+    accepted and the successor carries it, or it fails as too late and its input comes
+    back; never lost."""
+    outcomes = set()
+    for attempt in range(5):
+        clean_upstream.clear()
+        send(ws, model="bench-3-1", store=False, input=f"race {attempt}")
+        sent = {}
+
+        def steer_at_the_end(frame):
+            seen.append(frame)
+            if len(seen) == 6 + attempt and not sent:
+                sent["target"] = frame_target["id"]
+                steer(ws, frame_target["id"], f"steer {attempt}")
+            if frame["type"] == "response.created" and not frame_target:
+                frame_target.update(frame["response"])
+
+        frame_target, seen = {}, []
+        responses, steers = read_until(
+            ws, lambda done: len(done) == 1, steer_at_the_end)
+        first = checked(responses[0])
+        if not steers:
+            steers.append(json.loads(ws.recv(30)))
+        server_events.validate_python(steers[0])
+        kind = steers[0]["type"]
+        outcomes.add(kind)
+        if kind == "response.steer.failed":
+            assert {k: v for k, v in steers[0].items() if k != "sequence_number"} == {
+                k: v for k, v in failed(first["id"], f"steer {attempt}",
+                                        "response_already_completed", ENDED, 0).items()
+                if k != "sequence_number"}
+            assert len(clean_upstream.requests()) == 1
+            continue
+        assert kind == "response.steer.accepted"
+        assert steers[0]["steer"]["previous_response_id"] == first["id"]
+        more, _ = read_until(ws, lambda done: len(done) == 1)
+        successor = checked(more[0])
+        assert successor["previous_response_id"] == first["id"]
+        assert [r["body"]["messages"] for r in clean_upstream.requests()][-1] == [
+            {"role": "user", "content": f"race {attempt}"},
+            {"role": "assistant", "content": bench_text(3)},
+            {"role": "user", "content": f"steer {attempt}"}]
+    assert outcomes <= {"response.steer.accepted", "response.steer.failed"}
+
+
+def test_a_steer_waits_for_the_clients_tool_output(ws, clean_upstream, server_events):
+    held = f"fake-tool-loop-1-held-{time.time_ns()}"
+    tools = [{"type": "function", "name": "step", "parameters": {"type": "object"}}]
+    send(ws, model=held, store=False, tools=tools, input="go")
+    created = json.loads(ws.recv(30))
+    target = created["response"]["id"]
+    steer(ws, target, "then stop")
+
+    def release(frame):
+        if frame["type"] == "response.steer.accepted":
+            clean_upstream.release(held)
+
+    responses, steers = read_until(ws, lambda done: len(done) == 1, release)
+    first = checked([created] + responses[0])
+    assert first["output"][-1]["type"] == "function_call"
+    pending = json.loads(ws.recv(30))  # after response.completed
+    for event in steers + [pending]:
+        server_events.validate_python(event)
+    steer_ref = {"id": steers[0]["steer"]["id"], "previous_response_id": target}
+    assert [e["type"] for e in steers] == ["response.steer.accepted"]
+    assert pending == {"type": "response.steer.pending", "sequence_number": 1,
+                       "reason": "waiting_for_required_input", "steer": steer_ref,
+                       "required_input": [{"type": "function_call_output",
+                                           "call_id": "call_step_1", "name": "step"}]}
+    send(ws, model=held, store=False, tools=tools, previous_response_id=target,
+         input=[{"type": "function_call_output", "call_id": "call_step_1", "output": "ok"}])
+    responses, steers = read_until(ws, lambda done: len(done) == 1)
+    final = checked(responses[0])
+    assert steers == [] and final["output"][0]["content"][0]["text"] == "Done after 1 steps."
+    assert clean_upstream.requests()[-1]["body"]["messages"] == [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [{
+            "id": "call_step_1", "type": "function",
+            "function": {"name": "step", "arguments": '{"step": 1}'}}]},
+        {"role": "tool", "tool_call_id": "call_step_1", "content": "ok"},
+        {"role": "user", "content": "then stop"}]  # after the call's result it needs
+    assert len(clean_upstream.requests()) == 2  # no automatic successor
