@@ -9,8 +9,8 @@ generated columns, so no code sets them and no write path can leave them stale:
   input's is computed once, by the INSERT; the output's by the writes of `resource`.
 
 Measured (Postgres execution time of the three hot statements of a typical response,
-EXPLAIN ANALYZE, 300 each, medians): insert 31 -> 40 us, claim 48 -> 53 us, store with
-usage 103 -> 138 us; the read of a 1,000-turn chain about 2.5 ms less. The input items
+EXPLAIN ANALYZE, 300 each, medians): insert 30 -> 42 us, claim 48 -> 53 us, store with
+usage 103 -> 136 us; the read of a 1,000-turn chain about 2.5 ms less. The input items
 are not copied: a text copy of `input_items` doubled the INSERT's cost for a 100 KB input
 (2.0 -> 4.5 ms) for about 1 ms less per 1,000 turns read.
 
