@@ -23,14 +23,16 @@ WITH RECURSIVE chain(id, previous_response_id, depth, stop) AS (
 )
 """
 IDS_TAIL = "SELECT id FROM chain ORDER BY depth DESC"
-# the items in the same statement, as JSON text (orjson decodes it faster than the driver)
-ITEMS_TAIL = """SELECT r.input_items::text, coalesce(nullif(r.resource->'output', 'null'), '[]')::text
+# the items in the same statement as JSON text (orjson decodes it faster than the driver):
+# the output's as stored with each row (migration 0008), returned verbatim
+ITEMS_TAIL = """SELECT r.input_items::text, r.output_text
   FROM chain JOIN responses r ON r.id = chain.id ORDER BY chain.depth DESC"""
-_HOLDS_COMPACTION = ("({t}input_items @> '[{{\"type\": \"compaction\"}}]'"
-                     " OR {t}resource->'output' @> '[{{\"type\": \"compaction\"}}]')")
 FULL_CHAIN_SQL = CHAIN_SQL.format(stop="false", stop_r="false")
-COMPACTED_CHAIN_SQL = CHAIN_SQL.format(stop=_HOLDS_COMPACTION.format(t=""),
-                                       stop_r=_HOLDS_COMPACTION.format(t="r."))
+# whether a row's input or output holds a compaction item, kept by Postgres (migration
+# 0008): the walk reads no JSON
+COMPACTED_CHAIN_SQL = CHAIN_SQL.format(
+    stop="input_compaction OR output_compaction",
+    stop_r="r.input_compaction OR r.output_compaction")
 
 
 def chain_ids(tenant_id: int, response_id: str, max_depth: int = MAX_CHAIN_LENGTH,

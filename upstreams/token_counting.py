@@ -52,10 +52,12 @@ def count_text(route: Route, text: str) -> TokenCount:
     """The tokens of a plain text (no chat template) with the route's counter."""
     counter = route.token_counter
     if counter == "tokenizer":
-        # encode_batch_fast skips the offsets (about a fifth less CPU on 100 KB)
+        # encode_batch_fast skips the offsets (about a fifth less CPU on 100 KB); the
+        # encoding's length, not len(encoding.ids), which builds a list of every id
+        # (0.2 ms on 100 KB). The library's call is all the rest of a count's time.
         [encoding] = _tokenizer(route.tokenizer_path).encode_batch_fast(
             [text], add_special_tokens=False)
-        return TokenCount(len(encoding.ids), "tokenizer")
+        return TokenCount(len(encoding), "tokenizer")
     if counter == "vllm":
         answer = _post(route, "/tokenize", {"prompt": text, "add_special_tokens": False})
         return TokenCount(_count_of(route, answer), "vllm")
