@@ -1,4 +1,4 @@
-"""Settings, read only from the environment (see the README's configuration table).
+"""Settings, read only from the environment (see docs/configuration.md).
 
 With no DATABASE_URL the database is an embedded PostgreSQL under var/
 (gateway.embedded_postgres); with no REDIS_URL the worker and the event bus run in-process
@@ -219,7 +219,7 @@ EMBEDDED_WORKER_THREADS = env.int("EMBEDDED_WORKER_THREADS", default=32)
 GC_GEN0_THRESHOLD = env.int("GC_GEN0_THRESHOLD", default=50_000)
 # Threads the web process uses for database work on the streaming path.
 WEB_DB_THREADS = env.int("WEB_DB_THREADS", default=8)
-# Threads a worker process's runs hand the rest of their database work to (see README).
+# Threads a worker process's runs hand the rest of their database work to (see docs/configuration.md).
 WORKER_DB_THREADS = env.int("WORKER_DB_THREADS", default=8)
 # Postgres connections of each of an event loop's two pools (a web process's loop, a
 # worker's run loop) for the statements sent from the loop: a response's INSERT and a run's

@@ -183,7 +183,7 @@ class Field:
     default: Any = None
     required: bool = False
     description: str | None = None
-    # False: validated, then left unused (the README lists these).
+    # False: validated, then left unused (docs/behaviour.md lists these).
     applied: bool = True
 
     def parse(self, value):

@@ -256,8 +256,8 @@ def test_the_parameters_the_gateway_does_not_apply_are_accepted_and_left_out():
     assert request.params == parse(input="hi").params
 
 
-def test_the_readme_lists_the_parameters_the_gateway_does_not_apply():
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+def test_the_docs_list_the_parameters_the_gateway_does_not_apply():
+    readme = (Path(__file__).parent.parent / "docs" / "behaviour.md").read_text()
     [listed] = re.findall(r"Accepted,\s+not applied[^:]*:([^.]*)\.", readme)
     assert re.findall(r"`([a-z_]+)`", listed) == list(NOT_APPLIED)
 
