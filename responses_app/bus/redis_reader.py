@@ -6,6 +6,7 @@ entries arrive.
 import asyncio
 import logging
 import os
+import time
 
 import redis.asyncio as aioredis
 
@@ -26,6 +27,8 @@ READ_GRACE_SECONDS = 10.0  # generous: a busy loop may answer late
 # stream beyond that, or silent for FIRST_READ_BLOCK_MS, is served by the shared read.
 FIRST_READS = 32
 FIRST_READ_BLOCK_MS = 1_000
+WAKE_KEY_TTL_SECONDS = 24 * 3600
+WAKE_KEY_REFRESH_SECONDS = 3600
 
 
 class ReadHub:
@@ -45,6 +48,7 @@ class ReadHub:
         self.first_reads: dict[Subscription, asyncio.Task] = {}
         self.wake_key = f"gw:wake:{os.getpid()}:{os.urandom(4).hex()}"
         self.wake_id = b"0-0"
+        self.wake_refresh_due = 0.0
         self.subscribers: dict[str, set[Subscription]] = {}
         self.task: asyncio.Task | None = None
         # A new stream joins at the next XREAD. Only a subscribe during a blocking XREAD
@@ -96,15 +100,30 @@ class ReadHub:
             if not group:
                 del self.subscribers[subscription.key]
 
+    async def _refresh_wake_key(self) -> None:
+        """Keep the wake key expiring a day after the last read (refreshed hourly at most:
+        the read stops and starts again as streams end)."""
+        now = time.monotonic()
+        if now >= self.wake_refresh_due:
+            await self.client.expire(self.wake_key, WAKE_KEY_TTL_SECONDS)
+            self.wake_refresh_due = now + WAKE_KEY_REFRESH_SECONDS
+
     def _lowest_cursor(self, key: str) -> int:
         return min(s.cursor for s in self.subscribers[key])
 
     async def _read_forever(self) -> None:
         try:
-            await self.client.expire(self.wake_key, 24 * 3600)
-            while self.subscribers:
+            await self._refresh_wake_key()
+            while True:
+                # a stream whose every reader has its end queued needs no read: when no
+                # stream is left the read stops (the next subscribe starts it again, with
+                # no wake-up, rather than waking a read of streams already ended)
+                read_from = {key: self._lowest_cursor(key)
+                             for key, group in self.subscribers.items()
+                             if not all(s.ended for s in group)}
+                if not read_from:
+                    break
                 streams = {self.wake_key: self.wake_id}
-                read_from = {key: self._lowest_cursor(key) for key in self.subscribers}
                 for key, lowest in read_from.items():
                     streams[key] = "0-0" if lowest < 0 else f"1-{lowest}"
                 self.reading, self.woken = True, False
