@@ -6,6 +6,7 @@ entries arrive.
 import asyncio
 import logging
 import os
+import time
 
 import redis.asyncio as aioredis
 
@@ -26,6 +27,8 @@ READ_GRACE_SECONDS = 10.0  # generous: a busy loop may answer late
 # stream beyond that, or silent for FIRST_READ_BLOCK_MS, is served by the shared read.
 FIRST_READS = 32
 FIRST_READ_BLOCK_MS = 1_000
+WAKE_KEY_TTL_SECONDS = 24 * 3600
+WAKE_KEY_REFRESH_SECONDS = 3600
 
 
 class ReadHub:
@@ -45,6 +48,7 @@ class ReadHub:
         self.first_reads: dict[Subscription, asyncio.Task] = {}
         self.wake_key = f"gw:wake:{os.getpid()}:{os.urandom(4).hex()}"
         self.wake_id = b"0-0"
+        self.wake_refresh_due = 0.0
         self.subscribers: dict[str, set[Subscription]] = {}
         self.task: asyncio.Task | None = None
         # A new stream joins at the next XREAD. Only a subscribe during a blocking XREAD
@@ -58,8 +62,16 @@ class ReadHub:
         subscription.key = key
         self.subscribers.setdefault(key, set()).add(subscription)
         if len(self.first_reads) < FIRST_READS:
+            # the shared read leaves the stream to its first read until that one is done
             self.first_reads[subscription] = asyncio.ensure_future(
                 self._read_first(subscription))
+        else:
+            await self._read_shared()
+        return subscription
+
+    async def _read_shared(self) -> None:
+        """Have the shared read take in the streams it skips now: start it, or wake it
+        (once per XREAD) if it is blocking."""
         if self.task is None or self.task.done():
             self.task = asyncio.ensure_future(self._read_forever())
         elif self.reading and not self.woken:
@@ -67,24 +79,28 @@ class ReadHub:
             try:
                 await self.client.xadd(self.wake_key, {"w": 1}, maxlen=16, approximate=True)
             except BaseException:
-                self.woken = False  # the next subscribe tries again
+                self.woken = False  # the next caller tries again
                 raise
-        return subscription
 
     async def _read_first(self, subscription: Subscription) -> None:
-        """Deliver the stream's next entries as soon as they are written (once)."""
+        """Deliver the stream's next entries as soon as they are written (once), then hand
+        the stream to the shared read."""
         cursor = "0-0" if subscription.cursor < 0 else f"1-{subscription.cursor}"
         try:
             reply = await self.first_reader.xread({subscription.key: cursor},
                                                   block=FIRST_READ_BLOCK_MS)
         except Exception as exc:  # the shared read serves the stream (and reports failures)
             log.debug("first read of %s failed: %s", subscription.key, exc)
-            return
+            reply = None
         finally:
             self.first_reads.pop(subscription, None)
         for _, entries in reply or ():
             for entry_id, fields in entries:
                 subscription.deliver(decode(entry_id, fields))  # the cursor drops repeats
+        try:
+            await self._read_shared()
+        except Exception as exc:  # Redis away: the shared read's next turn takes it in
+            log.debug("waking the shared read for %s failed: %s", subscription.key, exc)
 
     def _unsubscribe(self, subscription: Subscription) -> None:
         first_read = self.first_reads.pop(subscription, None)
@@ -96,15 +112,33 @@ class ReadHub:
             if not group:
                 del self.subscribers[subscription.key]
 
+    async def _refresh_wake_key(self) -> None:
+        """Keep the wake key expiring a day after the last read (refreshed hourly at most:
+        the read stops and starts again as streams end)."""
+        now = time.monotonic()
+        if now >= self.wake_refresh_due:
+            await self.client.expire(self.wake_key, WAKE_KEY_TTL_SECONDS)
+            self.wake_refresh_due = now + WAKE_KEY_REFRESH_SECONDS
+
+    def _to_read(self, subscription: Subscription) -> bool:
+        return not subscription.ended and subscription not in self.first_reads
+
     def _lowest_cursor(self, key: str) -> int:
         return min(s.cursor for s in self.subscribers[key])
 
     async def _read_forever(self) -> None:
         try:
-            await self.client.expire(self.wake_key, 24 * 3600)
-            while self.subscribers:
+            await self._refresh_wake_key()
+            while True:
+                # a stream whose every reader has its end queued, or a first read of its
+                # own under way, is not read; when no stream is left the read stops (a
+                # subscribe or a first read done starts it again, with no wake-up)
+                read_from = {key: self._lowest_cursor(key)
+                             for key, group in self.subscribers.items()
+                             if any(self._to_read(s) for s in group)}
+                if not read_from:
+                    break
                 streams = {self.wake_key: self.wake_id}
-                read_from = {key: self._lowest_cursor(key) for key in self.subscribers}
                 for key, lowest in read_from.items():
                     streams[key] = "0-0" if lowest < 0 else f"1-{lowest}"
                 self.reading, self.woken = True, False

@@ -18,6 +18,7 @@ class Subscription:
         self.pending: deque = deque()
         self._waiter: asyncio.Future | None = None
         self._on_close = on_close
+        self.ended = False  # its last entry (an end or an error) is queued: nothing to read
 
     def deliver(self, entry: Entry) -> None:
         """Called on the subscriber's loop: queue what this reader has not seen yet."""
@@ -31,6 +32,8 @@ class Subscription:
     def put(self, entry: Entry) -> None:
         """Queue `entry` as it is (an error that ends the stream)."""
         self.pending.append(entry)
+        if entry.end:
+            self.ended = True
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
