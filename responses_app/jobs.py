@@ -2,10 +2,13 @@
 that creates the response to the run that claims it, and the run queue's messages.
 
 A `Job` is the columns of the response's row that a run reads (JOB_COLUMNS) and its id.
-The request side builds it from the validated request, writes it as the row
-(lifecycle.insert_response) and sends its run: the message is the id, or, for a run that
-may start before its claim is confirmed, the id with the job's columns (serialized here,
-once). A run whose message has no job reads the same columns back with its claim. When
+The request side builds it from the validated request and sends its run: the message is
+the id, after the web wrote the job as the row (lifecycle.insert_response), or, for a run
+that may start before its claim is confirmed, the id with the job's columns and creation
+time (serialized here, once), and the run writes the row as it claims it
+(lifecycle.claim_carried). A run whose message has no job reads the same columns back with
+its claim. A message given back to the queue (run_delivery.py) keeps its job, marked
+`resent`: its run claims before it calls the upstream. When
 tracing is on the message also carries the request's trace context (W3C headers), so the
 run continues the request's trace.
 Both sides import this module; it imports neither.
@@ -18,6 +21,7 @@ import orjson
 RUN_QUEUE_KEY = "gw:runs"  # the Redis list of run messages (dispatch.py, worker/run_queue.py)
 # A larger job travels in the database only: the worker reads it with its claim.
 MAX_JOB_BYTES = 256 * 1024
+MESSAGE_ROOM = 4096  # for what a message adds to its job (creation time, trace context)
 # The columns of a response row that make its run's job (what a claim reads).
 JOB_COLUMNS = ("tenant_id", "model", "store", "background", "previous_response_id", "request",
                "input_items", "resource", "conversation_id")
@@ -35,9 +39,11 @@ class Job:
     input_items: list
     resource: dict  # the response object as created (status queued)
     conversation_id: str | None = None
-    created_at: datetime | None = None  # written with the row; not part of the message
-    carried: bool = False  # its message carries it: the run calls the upstream before its
-    # claim is confirmed (a client waits for its first event and the run reads nothing stored)
+    created_at: datetime | None = None  # written with the row
+    carried: bool = False  # its message carries it: the run writes its row and calls the
+    # upstream before its claim is confirmed (a client waits for its first event and the
+    # run reads nothing stored)
+    resent: bool = False  # its message was given back: the run claims before it calls
 
     @classmethod
     def of_columns(cls, response_id: str, columns: dict, carried: bool = False) -> "Job":
@@ -54,17 +60,28 @@ class Job:
         """The request id and what the run must settle of its admission (accounting.ratelimit)."""
         return self.request.get("context") or {}
 
-    def message(self, trace: dict | None = None) -> bytes:
+    def carriable(self) -> bool:
+        """Whether a message can carry this job (small enough, and JSON orjson encodes)."""
+        encoded = _encoded({"id": self.id, "job": self.columns()}, None)
+        return encoded is not None and len(encoded) <= MAX_JOB_BYTES - MESSAGE_ROOM
+
+    def message(self, trace: dict | None = None, resent: bool = False) -> bytes:
         """The run queue's message for this job's run (with the trace context `trace`)."""
-        return run_message(self.id, self.columns() if self.carried else None, trace)
+        return run_message(self.id, self.columns() if self.carried else None, trace,
+                           created_at=self.created_at, resent=resent)
 
 
-def run_message(response_id: str, columns: dict | None = None,
-                trace: dict | None = None) -> bytes:
-    """A run's message: its id, with its job's columns when given and small enough, and
-    the trace context when given."""
+def run_message(response_id: str, columns: dict | None = None, trace: dict | None = None,
+                created_at: datetime | None = None, resent: bool = False) -> bytes:
+    """A run's message: its id, with its job's columns (and creation time; and whether it
+    is given back) when given and small enough, and the trace context when given."""
     if columns is not None:
-        message = _encoded({"id": response_id, "job": columns}, trace)
+        fields = {"id": response_id, "job": columns}
+        if created_at is not None:
+            fields["created_at"] = created_at.isoformat()
+        if resent:
+            fields["resent"] = True
+        message = _encoded(fields, trace)
         if message is not None and len(message) <= MAX_JOB_BYTES:
             return message
     if trace is not None:
@@ -81,21 +98,27 @@ def _encoded(fields: dict, trace: dict | None) -> bytes | None:
         return None
 
 
-def _parsed(message: bytes) -> tuple[str, dict | None, dict | None]:
+def _parsed(message: bytes) -> dict:
     if message.startswith(b"{"):
-        parsed = orjson.loads(message)
-        return parsed["id"], parsed["job"], parsed.get("trace")
-    return message.decode(), None, None
+        return orjson.loads(message)
+    return {"id": message.decode(), "job": None}
 
 
 def parse_run_message(message: bytes) -> tuple[str, dict | None]:
     """(response id, job columns or None) of a run queue message."""
-    return _parsed(message)[:2]
+    parsed = _parsed(message)
+    return parsed["id"], parsed["job"]
 
 
 def job_of_message(message: bytes) -> tuple[str, Job | None, dict | None]:
     """(response id, the job it carries or None, the trace context it carries or None)."""
-    response_id, columns, trace = _parsed(message)
-    job = None if columns is None else Job.of_columns(response_id, columns, True)
-    return response_id, job, trace
+    parsed = _parsed(message)
+    response_id, columns = parsed["id"], parsed["job"]
+    job = None
+    if columns is not None:
+        job = Job.of_columns(response_id, columns, True)
+        job.resent = parsed.get("resent", False)
+        if "created_at" in parsed:
+            job.created_at = datetime.fromisoformat(parsed["created_at"])
+    return response_id, job, parsed.get("trace")
 

@@ -8,16 +8,17 @@ may hold messages. A message whose worker dies before its claim is settled is th
 still in Redis: the watchdog moves the processing list of every consumer without a fresh
 heartbeat back onto the queue (RECLAIM_SCRIPT), and a live worker runs it, within the
 heartbeat's TTL and a watchdog interval. A run is still never generated twice: the claim
-is one conditional UPDATE (lifecycle.claim).
+is one conditional statement (lifecycle.claim_job, lifecycle.claim_carried).
 
 A worker stopping cleanly gives back what it still holds and leaves the set. The watchdog
 removes a dead consumer only once its list is empty and it has not registered for
 FORGET_CONSUMER_SECONDS: a worker the watchdog took for dead while it still ran (its
 heartbeat late) stays known, so whatever it takes afterwards is found if it then dies.
 
-Messages given back travel without their job (an id only): their run claims the response
-before it calls the upstream, so a worker that only looked dead (a partition) and a
-worker running the message again cannot both call it.
+Messages given back are marked `resent` (jobs.py): their run claims the response before it
+calls the upstream, so a worker that only looked dead (a partition) and a worker running
+the message again cannot both call it. One that carries its job keeps it: its row may not
+be written yet (its run writes it as it claims it).
 """
 import logging
 import time
@@ -62,9 +63,11 @@ def processing_key(worker: str) -> str:
 
 
 def resent_form(message: bytes) -> bytes:
-    """The message as it goes back to the queue: its response id (and trace context) only."""
-    response_id, _, trace = job_of_message(message)
-    return run_message(response_id, None, trace)
+    """The message as it goes back to the queue: marked resent (its run claims first)."""
+    response_id, job, trace = job_of_message(message)
+    if job is None:
+        return run_message(response_id, None, trace)
+    return job.message(trace, resent=True)
 
 
 def give_back_args(worker: str, messages: list[bytes],

@@ -1,5 +1,5 @@
-"""Writes on the request side: create a response (prepare it, then write its row and send
-its run), cancel one, delete one (with its event stream)."""
+"""Writes on the request side: create a response (prepare it, then send its run, after
+writing its row unless the run writes it), cancel one, delete one (with its event stream)."""
 import logging
 import time
 from datetime import datetime, timezone
@@ -42,10 +42,10 @@ def response_prepare(tenant: Tenant, create: CreateRequest,
                      context: dict | None = None) -> Job:
     """Check the request against what is stored and build the queued response's job, which
     is also its row (pure unless `needs_lookups`). Its run's message carries it
-    (`job.carried`) when a client waits for its first event and the run reads nothing
-    stored; a background run waits for its claim (cancelled while queued, it must never
-    reach the upstream). `context` travels with the run (request id, what its
-    admission must settle)."""
+    (`job.carried`, and the run writes the row) when a client waits for its first event,
+    the run reads nothing stored and the job fits a message; a background run waits for
+    its claim (cancelled while queued, it must never reach the upstream). `context`
+    travels with the run (request id, what its admission must settle)."""
     previous = create.previous_response_id
     if previous and create.history is None and not _is_stored(tenant, previous):
         raise InvalidRequest(f"Previous response with id '{previous}' not found.",
@@ -68,14 +68,15 @@ def response_prepare(tenant: Tenant, create: CreateRequest,
         previous_response_id=previous, store=create.store, background=create.background,
         status=ResponseStatus.QUEUED.value, conversation_id=create.conversation_id,
     )
-    return Job(
+    job = Job(
         id=response_id, tenant_id=tenant.id, model=create.model, store=create.store,
         background=create.background, previous_response_id=previous,
         conversation_id=create.conversation_id,
         created_at=datetime.fromtimestamp(created_at, timezone.utc),
         request=_run_request(create, context, history),
-        input_items=input_items, resource=resource,
-        carried=not (create.background or needs_lookups(create)))
+        input_items=input_items, resource=resource)
+    job.carried = not (create.background or needs_lookups(create)) and job.carriable()
+    return job
 
 
 def _run_request(create: CreateRequest, context: dict | None, history: list | None) -> dict:
@@ -89,9 +90,13 @@ def _run_request(create: CreateRequest, context: dict | None, history: list | No
 
 
 async def response_start(job: Job) -> None:
-    """Write the response's row, then send its run, so that the worker's claim finds the
-    row (a claim that comes first must look again later). The row is one INSERT in
-    autocommit (atomic by itself); if the run cannot be sent, it is removed."""
+    """Send the response's run: a run that carries its job writes the row itself as it
+    claims it (lifecycle.claim_carried); otherwise write the row first, so that the
+    worker's claim finds it (a claim that comes first must look again later). The row is
+    one INSERT in autocommit (atomic by itself); if the run cannot be sent, it is removed."""
+    if job.carried:
+        await dispatcher().send(job)
+        return
     await lifecycle.insert_response(job)
     try:
         await dispatcher().send(job)

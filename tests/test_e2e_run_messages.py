@@ -1,5 +1,5 @@
-"""Runs sent with their job, on the production path: the worker calls the upstream while
-its claim is confirmed, so the order of the row and the run does not matter, and a run
+"""Runs sent with their job, on the production path: the worker writes the response's row
+as it claims it, while it calls the upstream (the web writes no row for them), and a run
 that does not get its claim publishes, stores and charges nothing and closes its upstream
 call at once."""
 import orjson
@@ -9,16 +9,7 @@ import redis
 from responses_app.jobs import JOB_COLUMNS, RUN_QUEUE_KEY
 from tests.invariants import check_stream
 from tests.sse import parse_sse
-from tests.test_e2e_durable import wait_for, wait_status
-
-COPY_AS_QUEUED = """
-INSERT INTO responses (id, tenant_id, status, model, store, background, previous_response_id,
-                       conversation_id, created_at, request, input_items, resource)
-SELECT %(new)s::text, tenant_id, 'queued', model, store, background, NULL, NULL, now(), request,
-       input_items, %(resource)s::jsonb
-  FROM responses WHERE id = %(old)s
-"""
-
+from tests.test_e2e_durable import wait_for
 
 def job_of(database, response_id: str, **changes) -> dict:
     row = database.execute(f"SELECT {', '.join(JOB_COLUMNS)} FROM responses WHERE id = %s",
@@ -31,18 +22,20 @@ def send(deployment, response_id: str, job: dict) -> None:
         RUN_QUEUE_KEY, orjson.dumps({"id": response_id, "job": job}))
 
 
-def test_a_run_sent_before_its_row_waits_for_it_and_streams(production, api):
+def test_a_run_sent_with_its_job_writes_its_row_and_streams(production, api):
     model = api.post("/responses", json={"model": "fake-text", "input": "a model row"}).json()
     new_id = "resp_" + "a1" * 24
     with psycopg.connect(production.env["DATABASE_URL"], autocommit=True) as database:
         job = job_of(database, model["id"])
         job["resource"] = {**job["resource"], "id": new_id, "status": "queued", "output": [],
                            "usage": None, "completed_at": None}
-        send(production, new_id, job)
-        database.execute("SELECT pg_sleep(0.3)")  # the run is waiting for its row now
-        database.execute(COPY_AS_QUEUED, {"new": new_id, "old": model["id"],
-                                          "resource": orjson.dumps(job["resource"]).decode()})
-    finished = wait_status(api, new_id, {"completed", "failed"})
+        send(production, new_id, job)  # no row: the run writes it (created now)
+        finished = wait_for(lambda: (body := api.get(f"/responses/{new_id}").json()).get(
+            "status") in {"completed", "failed"} and body, f"{new_id} to end")
+        created, worker = database.execute(
+            "SELECT created_at > now() - interval '1 minute', worker_id FROM responses "
+            "WHERE id = %s", [new_id]).fetchone()
+    assert (created, worker is not None) == (True, True)
     assert finished["status"] == "completed"
     assert finished["output"][0]["content"][0]["text"] == model["output"][0]["content"][0]["text"]
     replay = parse_sse(api.get(f"/responses/{new_id}", params={"stream": "true"}).content)

@@ -20,15 +20,19 @@ from responses_app.lifecycle.statements import (CLAIM_RETRY_DELAYS, CLAIM_WAIT_S
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _queued(tenant: Tenant, response_id: str, *, store: bool = True) -> None:
-    _on_a_loop(lifecycle.insert_response(Job(
+def _job(tenant: Tenant, response_id: str, *, store: bool = True) -> Job:
+    return Job(
         id=response_id, tenant_id=tenant.id, model="m", store=store, previous_response_id=None,
         background=False, created_at=datetime.now(timezone.utc),
         request={"instructions": None, "params": {}, "include": [], "context": {}},
         input_items=[{"type": "message", "role": "user",
                       "content": [{"type": "input_text", "text": "hi"}]}],
         resource={"id": response_id, "object": "response", "model": "m", "status": "queued",
-                  "output": []})))
+                  "output": []})
+
+
+def _queued(tenant: Tenant, response_id: str, *, store: bool = True) -> None:
+    _on_a_loop(lifecycle.insert_response(_job(tenant, response_id, store=store)))
 
 
 def _on_a_loop(coroutine):
@@ -47,7 +51,11 @@ def claim_run(response_id: str, worker: str):
 
 
 def claim(response_id: str, worker: str) -> bool:
-    return _on_a_loop(lifecycle.claim(response_id, worker))
+    return _on_a_loop(lifecycle.claim_job(response_id, worker)) is not None
+
+
+def claim_carried(job: Job, worker: str) -> bool:
+    return _on_a_loop(lifecycle.claim_carried(job, worker))
 
 
 def _finished(job, status: str = "completed", input_tokens: int = 7) -> dict:
@@ -110,8 +118,8 @@ def test_a_store_false_result_is_forgotten_but_counted():
     assert DailyUsage.objects.get().requests == 1
 
 
-# --- claims: a run can come before the row it claims (the web writes the row and sends the
-# run at the same time), so a claim looks again while there is no row at all -------------
+# --- claims: a run sent without its job can come before the row it claims, so a claim
+# looks again while there is no row at all -----------------------------------------------
 
 def test_a_claim_waits_for_a_row_written_after_it_started():
     tenant = Tenant.objects.create(name="t")
@@ -130,7 +138,7 @@ def test_a_claim_from_an_event_loop_waits_for_its_row_too():
 
     async def claim_then_close():
         try:
-            return await lifecycle.claim("resp_loop", "w2")
+            return await lifecycle.claim_job("resp_loop", "w2") is not None
         finally:
             await close_pool()
 
@@ -202,3 +210,31 @@ def test_the_loops_statements_are_prepared_unless_turned_off(settings):
     assert prepared_in_session(True) == 1 and prepared_in_session(False) == 1
     settings.DATABASE_LOOP_PREPARED_STATEMENTS = False
     assert prepared_in_session(True) == 0 and prepared_in_session(False) == 0
+
+
+# --- a run that carries its job writes its row as claimed --------------------------------
+
+def test_a_carried_run_writes_its_row_as_claimed_once():
+    tenant = Tenant.objects.create(name="t")
+    job = _job(tenant, "resp_carried")
+    assert claim_carried(job, "w1") is True
+    assert claim_carried(job, "w2") is False  # a duplicated or resent message
+    row = StoredResponse.objects.get(id="resp_carried")
+    assert (row.status, row.worker_id, row.model, row.created_at) == (
+        "in_progress", "w1", "m", job.created_at)
+    assert (row.input_items, row.resource) == (job.input_items, job.resource)
+    assert store_result(job, _finished(job)) is True
+    assert claim_carried(job, "w3") is False  # finished: never run again
+    assert StoredResponse.objects.get(id="resp_carried").status == "completed"
+
+
+def test_a_carried_run_takes_a_queued_row_the_web_wrote_and_no_other():
+    tenant = Tenant.objects.create(name="t")
+    _queued(tenant, "resp_written")
+    assert claim_carried(_job(tenant, "resp_written"), "w1") is True
+    assert StoredResponse.objects.get(id="resp_written").worker_id == "w1"
+    _queued(tenant, "resp_cancelled")
+    StoredResponse.objects.filter(id="resp_cancelled").update(status=ResponseStatus.CANCELLED)
+    assert claim_carried(_job(tenant, "resp_cancelled"), "w1") is False
+    row = StoredResponse.objects.get(id="resp_cancelled")
+    assert (row.status, row.worker_id) == ("cancelled", None)

@@ -1,10 +1,13 @@
 """Run queue messages: the response id, or the id with the run's job when the web sends
 it (a foreground run that reads nothing stored); a job the message cannot carry stays in
 the database, and the worker reads it with its claim."""
+from datetime import datetime, timezone
+
 import orjson
 
 from responses_app.jobs import (
-    JOB_COLUMNS, MAX_JOB_BYTES, job_of_message, parse_run_message, run_message)
+    JOB_COLUMNS, MAX_JOB_BYTES, Job, job_of_message, parse_run_message, run_message)
+from responses_app.run_delivery import resent_form
 
 JOB = {"tenant_id": 7, "model": "m", "store": True, "background": False,
        "previous_response_id": None, "conversation_id": None,
@@ -48,3 +51,29 @@ def test_a_trace_context_travels_with_the_id_and_with_the_job():
     response_id, job, carried = job_of_message(message)
     assert (response_id, job.columns(), job.carried, carried) == ("resp_1", JOB, True, trace)
     assert job_of_message(b"resp_1") == ("resp_1", None, None)
+
+
+def test_a_carried_job_travels_with_its_creation_time_and_goes_back_marked_resent():
+    created_at = datetime(2026, 11, 26, 12, 0, 1, 250000, tzinfo=timezone.utc)
+    job = Job.of_columns("resp_1", JOB, carried=True)
+    job.created_at = created_at
+    trace = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+    message = job.message(trace)
+    assert orjson.loads(message) == {"id": "resp_1", "job": JOB, "trace": trace,
+                                     "created_at": "2026-11-26T12:00:01.250000+00:00"}
+    _, taken, _ = job_of_message(message)
+    assert (taken.created_at, taken.carried, taken.resent) == (created_at, True, False)
+    _, resent, resent_trace = job_of_message(resent_form(message))
+    assert (resent.columns(), resent.created_at, resent.resent, resent_trace) == (
+        JOB, created_at, True, trace)
+    assert resent_form(b"resp_2") == b"resp_2"
+
+
+def test_only_a_job_a_message_can_carry_is_carriable():
+    assert Job.of_columns("resp_1", JOB).carriable() is True
+    text = "x" * MAX_JOB_BYTES
+    large = {**JOB, "input_items": [{"type": "message", "role": "user",
+                                     "content": [{"type": "input_text", "text": text}]}]}
+    assert Job.of_columns("resp_1", large).carriable() is False
+    beyond_64_bits = {**JOB, "request": {**JOB["request"], "params": {"seed": 2 ** 70}}}
+    assert Job.of_columns("resp_1", beyond_64_bits).carriable() is False

@@ -3,7 +3,7 @@
 The HTTP views (stream_views.py) use it for `POST /v1/responses` and
 `GET /v1/responses/{id}?stream=true`; a WebSocket consumer takes the same calls for its
 `response.create` frames: admit the caller (API key, rate limits, quotas), validate the
-create body, write the row and send the run, subscribe to the run's events before it can
+create body, send the run (writing the row first unless the run writes it), subscribe to the run's events before it can
 publish any, and stop a `store: false` run nobody is left to read. The subscription is then
 relayed (relay.py for HTTP). A front passes an `exchange`: the request id, and the headers
 its answer carries (admission adds the rate-limit headers).

@@ -4,4 +4,4 @@
 (endings.py, from threads), each end settling the run's admission."""
 from .endings import (WORKER_LOST, cancel_queued, discard_unstarted, fail_orphan,  # noqa: F401
                       forget_unsent, settle)
-from .transitions import claim, claim_job, insert_response, store_result  # noqa: F401
+from .transitions import claim_carried, claim_job, insert_response, store_result  # noqa: F401

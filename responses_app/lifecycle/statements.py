@@ -1,5 +1,6 @@
 """The raw statements of a response row's hot transitions: its creation (web), its claim
-by a run, and its result (worker), the result together with the response's usage.
+by a run (or, for a run that carries its job, its creation as claimed), and its result
+(worker), the result together with the response's usage.
 
 Each happens once per request: one statement with orjson costs a fraction of a model save
 or a compiled UPDATE with the standard library's JSON encoder.
@@ -22,6 +23,18 @@ INSERT_SQL = f"""
 INSERT INTO {TABLE} (id, tenant_id, status, model, store, background, previous_response_id,
                      conversation_id, created_at, request, input_items, resource)
 VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+"""
+
+# A run that carries its job writes its row as claimed; a row already there (written by
+# the web) is taken only while queued, so only one run ever gets it. A message without
+# its creation time (sent by an earlier version, which wrote the row) takes the claim's.
+CLAIM_BY_INSERT_SQL = f"""
+INSERT INTO {TABLE} (id, tenant_id, status, model, store, background, previous_response_id,
+                     conversation_id, created_at, request, input_items, resource, worker_id)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, COALESCE(%s, now()), %s, %s, %s, %s)
+ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, worker_id = EXCLUDED.worker_id
+WHERE {TABLE}.status = %s
+RETURNING id
 """
 
 # A run takes its queued response (conditional: only one run ever gets it), reading the
@@ -102,12 +115,18 @@ def json_text(value) -> str:
         return json.dumps(value)
 
 
-def insert_params(job: Job) -> list:
+def insert_params(job: Job, status: str = ResponseStatus.QUEUED.value) -> list:
     """INSERT_SQL's parameters for the new response of `job`."""
-    return [job.id, job.tenant_id, ResponseStatus.QUEUED.value, job.model, job.store,
+    return [job.id, job.tenant_id, status, job.model, job.store,
             job.background, job.previous_response_id, job.conversation_id,
             connection.ops.adapt_datetimefield_value(job.created_at),
             json_text(job.request), json_text(job.input_items), json_text(job.resource)]
+
+
+def claim_by_insert_params(job: Job, worker: str) -> list:
+    """CLAIM_BY_INSERT_SQL's parameters: the row of `job`, claimed by `worker`."""
+    return insert_params(job, ResponseStatus.IN_PROGRESS.value) + [worker,
+                                                                  ResponseStatus.QUEUED.value]
 
 
 def result_params(response_id: str, resource: dict) -> dict:

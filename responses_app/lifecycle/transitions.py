@@ -1,5 +1,6 @@
 """A response's hot transitions, sent from an event loop (database.py): created (queued)
-by the web, claimed (in_progress) by one run, and finished by that run with its result:
+by the web and claimed (in_progress) by one run, or, for a run whose message carries its
+job, created by that run as claimed (one INSERT); then finished by that run with its result:
 completed, incomplete, failed or cancelled, stored with its usage, or for store=false
 forgotten with its usage counted. Ends decided outside the run are in endings.py.
 
@@ -7,6 +8,11 @@ A claim is one conditional UPDATE (queued -> in_progress), so a redelivered or d
 message never generates twice; the result is conditional on the run still owning the row
 (the watchdog may have failed it), and is committed before the run publishes its terminal
 event: a follow-up request made the instant it arrives finds it.
+
+A run that carries its job writes the row itself: the web sends the run and writes
+nothing (the request's path is one Redis command, and the row one statement instead of
+an INSERT and an UPDATE). No client can ask for the response before the run's first
+event, which follows the row; a message lost with Redis would leave no row to clean up.
 
 A foreground response's row and the claim of a run that carries its job do not wait for
 the disk (database.py, durable=False): were the database server to crash the moment after,
@@ -41,9 +47,12 @@ async def insert_response(job: Job) -> None:
                    durable=job.background)
 
 
-async def claim(response_id: str, worker: str) -> bool:
-    """Take the queued response for a run that has its job already; whether it got it."""
-    return await _claim(("id",), response_id, worker, durable=False) is not None
+async def claim_carried(job: Job, worker: str) -> bool:
+    """Write the response's row as claimed by this run, which carries its job (or take the
+    row the web wrote, while it is queued); whether it got it."""
+    claimed = await fetchone(statements.CLAIM_BY_INSERT_SQL,
+                             statements.claim_by_insert_params(job, worker), durable=False)
+    return claimed is not None
 
 
 async def claim_job(response_id: str, worker: str) -> Job | None:

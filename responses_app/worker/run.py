@@ -2,9 +2,10 @@
 
 1. claiming: the run takes its queued response (a run whose message has no job reads its
    job with the claim, then its history, upstream route and MCP plan on a database
-   thread); a run sent with its job does not wait: its claim is confirmed while it calls
-   the upstream (run_claim.py), and it publishes, stores and charges nothing before it is
-   (one that does not get it closes its upstream call at once and leaves no trace);
+   thread); a run sent with its job writes its row as claimed and does not wait: the
+   claim is confirmed while it calls the upstream (run_claim.py), and it publishes,
+   stores and charges nothing before it is (one that does not get it closes its upstream
+   call at once and leaves no trace); a resent one (given back to the queue) claims first;
 2. streaming, with the tool loop: the upstream's chunks become the response's events on
    the bus (run_streaming.py), until an `Ending`;
 3. storing: the result is committed (lifecycle.store_result) before its terminal event is
@@ -85,8 +86,19 @@ async def _claiming(response_id: str, carried: Job | None,
             return None
         job, route, mcp_plan = await blocking(_prepare, job)
         return job, Streaming(job, route, mcp_plan, Claim.taken(response_id))
-    claim = Claim.pending(response_id)
-    claim.on_settled(settled)
+    if carried.resent:
+        claim = Claim.taken(response_id)
+        try:
+            won = await lifecycle.claim_carried(carried, worker_id())
+        except BaseException:
+            settled(False)
+            raise
+        settled(True)
+        if not won:
+            return None
+    else:
+        claim = Claim.pending(carried)
+        claim.on_settled(settled)
     job = prepared(carried)
     route = remembered_route_for_model(job.model) or await blocking(route_for_model, job.model)
     return job, Streaming(job, route, None, claim)

@@ -1,6 +1,7 @@
 """A run's claim of its response, in one form for every run: taken before the run starts
-(a run whose message has no job reads it with its claim), or confirmed while the run calls
-the upstream (a run sent with its job). Until it is confirmed, the run publishes nothing
+(a run whose message has no job reads it with its claim; a resent one writes its row
+first), or confirmed while the run calls the upstream (a run sent with its job writes its
+row as claimed meanwhile: lifecycle.claim_carried). Until it is confirmed, the run publishes nothing
 (`gate`); refused, the run stops at once (`on_refused`) and stores and charges nothing.
 """
 import asyncio
@@ -29,10 +30,10 @@ class Claim:
         return cls(response_id, done)
 
     @classmethod
-    def pending(cls, response_id: str) -> "Claim":
-        """A claim sent now, confirmed while the run goes on."""
-        claim = cls(response_id, asyncio.ensure_future(
-            lifecycle.claim(response_id, worker_id())))
+    def pending(cls, job) -> "Claim":
+        """A claim sent now (the row of `job`, written as claimed), confirmed while the
+        run goes on."""
+        claim = cls(job.id, asyncio.ensure_future(lifecycle.claim_carried(job, worker_id())))
         claim.task.add_done_callback(claim._log_failure)
         return claim
 
