@@ -34,8 +34,13 @@ def build_chat_request(*, model: str, instructions: str | None, items: list[dict
     messages = []
     if instructions:
         messages.append({"role": "system", "content": instructions})
-    repaired = repair_items(custom_items_as_function_items(mcp_items_as_function_items(items)))
-    history, repairs = messages_from_items(repaired.items), repaired.repairs
+    mapped = mcp_items_as_function_items(items)
+    repaired = repair_items(custom_items_as_function_items(mapped))
+    # the repaired items hold an MCP item only if `items` did (mapping them again, as
+    # messages_from_items does, is then all it takes to leave them as they are)
+    history = _messages(mcp_items_as_function_items(repaired.items) if mapped is not items
+                        else repaired.items)
+    repairs = repaired.repairs
     if merge_user_messages:
         merged = merge_consecutive_users(history)
         history, repairs = merged.items, repairs + merged.repairs
@@ -74,7 +79,11 @@ def build_chat_request(*, model: str, instructions: str | None, items: list[dict
 # --- messages ------------------------------------------------------------------------------
 
 def messages_from_items(items: list[dict]) -> list[dict]:
-    items = mcp_items_as_function_items(items)
+    return _messages(mcp_items_as_function_items(items))
+
+
+def _messages(items: list[dict]) -> list[dict]:
+    """The chat messages of items whose MCP items are already function items."""
     calls_by_id = {i["call_id"]: i for i in items if i.get("type") == "function_call"}
     messages: list[dict] = []
     answered: set[str] = set()
@@ -153,15 +162,24 @@ def _message(item) -> dict | None:
     role = item["role"]
     parts = item.get("content") or []
     if role == "user":
-        if any(p.get("type") == "input_image" for p in parts):
-            content = [_user_part(p) for p in parts]
-        else:
-            content = "\n".join(_part_text(p) for p in parts)
-        return {"role": "user", "content": content}
-    text = "\n".join(_part_text(p) for p in parts)
+        for part in parts:
+            if part.get("type") == "input_image":
+                return {"role": "user", "content": [_user_part(p) for p in parts]}
+        return {"role": "user", "content": _parts_text(parts)}
+    text = _parts_text(parts)
     if role == "assistant":
         return {"role": "assistant", "content": text} if text else None
     return {"role": SYSTEM_ROLES[role], "content": text}
+
+
+def _parts_text(parts) -> str:
+    """The parts' texts joined by newlines (one part, the most common: its text, as the join
+    returns it)."""
+    if len(parts) == 1:
+        text = _part_text(parts[0])
+        if type(text) is str:
+            return text
+    return "\n".join([_part_text(p) for p in parts])
 
 
 def _part_text(part) -> str:

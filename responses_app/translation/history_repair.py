@@ -44,12 +44,9 @@ def repair_items(items: list[dict]) -> RepairedItems:
     """The items with calls and outputs paired and grouped (custom tool and MCP items
     already mapped to function calls and outputs)."""
     repairs: list[str] = []
-    items = _without_empty_reasoning(items, repairs)
-    calls = {item["call_id"] for item in items if item.get("type") == CALL}
-    outputs: dict[str, dict] = {}
-    for item in items:
-        if item.get("type") == OUTPUT:
-            outputs.setdefault(item["call_id"], item)
+    items, calls, outputs = _kept_calls_outputs(items, repairs)
+    if not calls and not outputs:  # nothing to pair (a chat without tools)
+        return RepairedItems(items, repairs)
     result: list[dict] = []
     placed: set[int] = set()
     position = 0
@@ -97,15 +94,24 @@ def _place_turn(items, start, outputs, result, placed, repairs) -> int:
     return end
 
 
-def _without_empty_reasoning(items, repairs) -> list[dict]:
-    kept = []
+def _kept_calls_outputs(items, repairs) -> tuple[list[dict], set, dict]:
+    """The items but empty reasoning items (one pass), the call ids of their calls, and
+    the first output of each call id."""
+    kept: list[dict] = []
+    calls: set[str] = set()
+    outputs: dict[str, dict] = {}
     for item in items:
-        if item.get("type") == "reasoning" and not (
+        kind = item.get("type")
+        if kind == CALL:
+            calls.add(item["call_id"])
+        elif kind == OUTPUT:
+            outputs.setdefault(item["call_id"], item)
+        elif kind == "reasoning" and not (
                 item.get("content") or item.get("summary") or item.get("encrypted_content")):
             repairs.append("empty_reasoning")
-        else:
-            kept.append(item)
-    return kept
+            continue
+        kept.append(item)
+    return kept, calls, outputs
 
 
 def _synthesized_call(call_id: str) -> dict:

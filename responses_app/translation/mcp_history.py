@@ -17,7 +17,7 @@ DENIED = "The user denied this tool call."
 def mcp_items_as_function_items(items: list[dict]) -> list[dict]:
     """The items with MCP calls as function calls; the calls of one model turn (consecutive
     calls, MCP or not) stay together, their results after them, as the model made them."""
-    if not any(str(item.get("type", "")).startswith("mcp_") for item in items):
+    if not _has_mcp_items(items):
         return items
     requests = {i["id"]: i for i in items if i.get("type") == "mcp_approval_request"}
     result, calls, outputs = [], [], []
@@ -39,6 +39,16 @@ def mcp_items_as_function_items(items: list[dict]) -> list[dict]:
             result += calls + outputs + [item]
             calls, outputs = [], []
     return result + calls + outputs
+
+
+def _has_mcp_items(items: list[dict]) -> bool:
+    """Whether an item's type (as text) begins with `mcp_`: looked for among the distinct
+    types (a long history has a few), or item by item if one is not hashable."""
+    try:
+        kinds = {item.get("type", "") for item in items}
+    except TypeError:
+        return any(str(item.get("type", "")).startswith("mcp_") for item in items)
+    return any(str(kind).startswith("mcp_") for kind in kinds)
 
 
 def call_result_text(item: dict) -> str:
