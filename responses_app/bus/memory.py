@@ -115,7 +115,7 @@ class MemoryLogWriter:
         self.bus = bus
         self.response_id = response_id
 
-    async def append(self, entry: Entry, urgent: bool = False) -> None:
+    async def append(self, entry: Entry, urgent: bool = False, soon: bool = False) -> None:
         entry.at = time.time()
         self.bus._append(self.response_id, self, entry)
 

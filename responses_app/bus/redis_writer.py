@@ -3,8 +3,8 @@
 Writers coalesce under load: an entry written while a flush is in flight or others wait
 gathers with them for up to `flush_interval` (entries of a stream become one Redis entry),
 and all pending streams go out in one script call (APPEND_SCRIPT: an XADD per stream, and
-its PEXPIRE when due); an entry alone goes out at once, as do urgent ones (the start, the
-first text, the end).
+its PEXPIRE when due); an entry alone goes out at once, as do urgent ones (the end, whose
+writer waits for it) and soon ones (the first text, whose writer goes on).
 """
 import asyncio
 import logging
@@ -49,8 +49,8 @@ class RedisLogWriter:
         self.shared = shared
         self.key = stream_key(response_id)
 
-    async def append(self, entry: Entry, urgent: bool = False) -> None:
-        await self.shared.append(self.key, entry, urgent or entry.end)
+    async def append(self, entry: Entry, urgent: bool = False, soon: bool = False) -> None:
+        await self.shared.append(self.key, entry, urgent or entry.end, soon)
 
     async def close(self) -> None:
         self.shared.fenced.discard(self.key)
@@ -63,8 +63,9 @@ class StreamWriter:
     One flush is in flight at a time (a stream's entries reach Redis in order). An entry
     that finds nothing pending and no flush in flight goes out at once; entries that find
     a flush in flight, or entries already waiting, gather for up to `flush_interval`
-    (batching under load only). An urgent entry starts a flush at once, or right after
-    the one in flight, and its writer waits for the flush that carried it. Waiting on
+    (batching under load only). An urgent or soon entry starts a flush at once, or right
+    after the one in flight; an urgent one's writer waits for the flush that carried it
+    (a soon one's hears of a failure at its next append). Waiting on
     that flush's outcome, not on a lock, keeps an urgent entry from queueing behind
     every other flush of a busy loop.
     """
@@ -81,7 +82,7 @@ class StreamWriter:
         self.due = False       # flush the pending entries without waiting for the timer
         self.timer: asyncio.TimerHandle | None = None
 
-    async def append(self, key: str, entry: Entry, urgent: bool) -> None:
+    async def append(self, key: str, entry: Entry, urgent: bool, soon: bool = False) -> None:
         if key in self.fenced:
             raise StreamFenced(key)
         if key in self.broken:  # a background flush of this stream failed: tell the run
@@ -89,8 +90,8 @@ class StreamWriter:
         previous = self.pending.get(key)
         self.pending[key] = entry if previous is None else previous.merged(entry)
         if not urgent:
-            if self.timer is None and not self.flushing:
-                self._flush_due()  # nothing pending or in flight: no one to wait for
+            if soon or (self.timer is None and not self.flushing):
+                self._flush_due()  # soon, or nothing pending or in flight: no one to wait for
             return
         sent = asyncio.get_running_loop().create_future()
         self.waiting.append((key, sent))

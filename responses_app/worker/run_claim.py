@@ -33,7 +33,7 @@ class Claim:
     def pending(cls, job) -> "Claim":
         """A claim sent now (the row of `job`, written as claimed), confirmed while the
         run goes on."""
-        claim = cls(job.id, asyncio.ensure_future(lifecycle.claim_carried(job, worker_id())))
+        claim = cls(job.id, asyncio.ensure_future(_claimed_after_the_run_starts(job)))
         claim.task.add_done_callback(claim._log_failure)
         return claim
 
@@ -74,14 +74,22 @@ class Claim:
         return writer if self.confirmed else _ClaimedWriter(writer, self)
 
 
+async def _claimed_after_the_run_starts(job) -> bool:
+    """The claim of a run that carries its job, sent once the run's first step is done (its
+    upstream request sent: the claim's round trip overlaps the upstream's first bytes
+    instead of delaying the request)."""
+    await asyncio.sleep(0)
+    return await lifecycle.claim_carried(job, worker_id())
+
+
 class _ClaimedWriter:
     def __init__(self, writer, claim: Claim):
         self.writer, self.claim = writer, claim
 
-    async def append(self, entry: Entry, urgent: bool = False) -> None:
+    async def append(self, entry: Entry, urgent: bool = False, soon: bool = False) -> None:
         if not await self.claim.owned():  # a confirmed claim is a done task: no wait
             raise RunNotClaimed(self.claim.response_id)
-        await self.writer.append(entry, urgent)
+        await self.writer.append(entry, urgent, soon)
 
     async def close(self) -> None:
         await self.writer.close()

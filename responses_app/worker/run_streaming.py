@@ -70,9 +70,12 @@ class Streaming:
         self.first_delta_at: float | None = None  # time.monotonic() of the first delta
         self.stopped: str | None = None  # "unclaimed" or "cancelled"
 
-    async def emit(self, events: list, urgent: bool = True) -> None:
+    async def emit(self, events: list, urgent: bool = True, soon: bool = False) -> None:
+        """Publish `events`: urgent (sent at once, and waited for), soon (sent at once), or
+        gathered with what follows under load."""
         if events:
-            await self.writer.append(stamped_entry(self.stamper, events), urgent=urgent)
+            await self.writer.append(stamped_entry(self.stamper, events), urgent=urgent,
+                                     soon=soon)
 
     async def run(self) -> Ending:
         running = asyncio.ensure_future(self._turns())
@@ -175,14 +178,30 @@ class Streaming:
             events = []
             for chunk in chunks:
                 events += self.translator.feed(chunk)
-            if not events:
+            first = None if first_delta_sent else _first_delta(events)
+            if first is None:
+                await self.emit(events, urgent=False)
                 continue
-            urgent = not first_delta_sent and any(e["type"] in DELTA_EVENTS for e in events)
-            if urgent:
-                first_delta_sent = True
-                if self.first_delta_at is None:
-                    self.first_delta_at = time.monotonic()
-            await self.emit(events, urgent=urgent)
+            first_delta_sent = True
+            if self.first_delta_at is None:
+                self.first_delta_at = time.monotonic()
+            await self._first_delta_out(events, first)
+
+    async def _first_delta_out(self, events: list, first: int) -> None:
+        """The first delta goes out at once, in a flush of its own (its client waits for
+        it); the rest of its batch in the next flush; the run waits for neither (it goes on
+        to its next read, or to storing the result while they are sent)."""
+        await self.emit(events[:first + 1], urgent=False, soon=True)
+        await asyncio.sleep(0)  # the flusher takes it alone
+        await self.emit(events[first + 1:], urgent=False, soon=True)
+
+
+def _first_delta(events: list) -> int | None:
+    """The index of the first delta event among `events`, if any."""
+    for index, event in enumerate(events):
+        if event["type"] in DELTA_EVENTS:
+            return index
+    return None
 
 
 def _retry_policy() -> RetryPolicy:
