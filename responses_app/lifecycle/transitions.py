@@ -20,8 +20,10 @@ the run they start, whose client is attached, could not store its result anyway 
 result is durable, and makes them durable with it). A background response's row and an
 id-only claim (background runs, chains, redelivered runs) wait: a client that holds only
 the id must find it, and a claim lost after its message was acknowledged would leave the
-row queued with nothing to run it. The result waits: once the client has seen a response
-end, its stored result and usage stay.
+row queued with nothing to run it. A stored result waits: once the client has seen a
+response end, its stored result and usage stay. A `store: false` response's end (its row
+forgotten, its usage counted) does not: nothing of it can be read back, and only its usage
+rows could be lost, to a crash of the database server in the moment after.
 """
 import asyncio
 import itertools
@@ -86,7 +88,8 @@ async def store_result(job: Job, resource: dict, on_thread) -> bool:
     if job.conversation_id:
         return await on_thread(_store_in_transaction, job, resource)
     sql = statements.STORE_WITH_USAGE_SQL if job.store else statements.FORGET_WITH_USAGE_SQL
-    stored, = await fetchone(sql, statements.result_with_usage_params(job, resource))
+    stored, = await fetchone(sql, statements.result_with_usage_params(job, resource),
+                             durable=job.store)
     return stored == 1
 
 
