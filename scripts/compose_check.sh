@@ -13,7 +13,11 @@ project=gwcheck$$
 if docker compose version >/dev/null 2>&1; then compose=(docker compose); else compose=(docker-compose); fi
 dc() { (cd "$work" && "${compose[@]}" -p "$project" -f docker-compose.yml -f scripts/compose_check.yml "$@"); }
 step() { printf '\n== %s\n' "$*"; }
-teardown() { step "tear down"; dc down -v --remove-orphans --timeout 10 2>&1 | tail -n 3; rm -rf "$work"; }
+teardown() {
+  step "tear down"
+  dc down -v --remove-orphans --timeout 10 2>&1 | grep -E '^(Stopping|Removing|Network|Volume|Container)' || true
+  rm -rf "$work"
+}
 trap teardown EXIT
 
 secret() { python3 -c 'import base64, os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())'; }
@@ -57,6 +61,12 @@ healthy() {  # waits until every named service's container reports healthy
 }
 step "wait for health"
 healthy postgres redis web worker
+# beat reports healthy only once it has saved its schedule (minutes): running is enough here
+if [ "$(docker inspect -f '{{.State.Running}}' "$(dc ps -q beat)")" = true ]; then
+  echo "beat running"
+else
+  dc logs --tail 30 beat; exit 1
+fi
 
 step "create a tenant"
 key=$(dc exec -T web python manage.py create_tenant compose-check | tail -n 1)

@@ -29,8 +29,10 @@ cp /usr/local/share/ca-certificates/*.crt "$context/ca/" 2>/dev/null || true
 for image in python postgres redis; do
   if ! have "$PREFIX/$image:bookworm"; then
     echo "building $PREFIX/$image:bookworm" >&2
+    # without buildx the legacy builder says it is deprecated on every build: not news here
     docker build -q --build-arg "DEBIAN_IMAGE=$PREFIX/debian:bookworm" \
-      -f "$context/$image.Dockerfile" -t "$PREFIX/$image:bookworm" "$context" >/dev/null
+      -f "$context/$image.Dockerfile" -t "$PREFIX/$image:bookworm" "$context" >/dev/null \
+      2> >(grep -v -e '^DEPRECATED' -e 'buildx' -e '^ *https://docs.docker' -e '^$' >&2 || true)
   fi
 done
 echo "PYTHON_IMAGE=$PREFIX/python:bookworm"
