@@ -76,32 +76,32 @@ async def _claiming(response_id: str, carried: Job | None,
                     settled: Callable[[bool], None]) -> tuple[RunJob, Streaming] | None:
     """The run's job, ready to stream (None: another run has the response, or it is gone)."""
     if carried is None:
-        try:
-            job = await lifecycle.claim_job(response_id, worker_id())
-        except BaseException:
-            settled(False)
-            raise
-        settled(True)
+        job = await _claimed(lifecycle.claim_job(response_id, worker_id()), settled)
         if job is None:
             return None
         job, route, mcp_plan = await blocking(_prepare, job)
         return job, Streaming(job, route, mcp_plan, Claim.taken(response_id))
-    if carried.resent:
-        claim = Claim.taken(response_id)
-        try:
-            won = await lifecycle.claim_carried(carried, worker_id())
-        except BaseException:
-            settled(False)
-            raise
-        settled(True)
-        if not won:
+    if carried.resent:  # given back to the queue: claim before calling the upstream
+        if not await _claimed(lifecycle.claim_carried(carried, worker_id()), settled):
             return None
+        claim = Claim.taken(response_id)
     else:
         claim = Claim.pending(carried)
         claim.on_settled(settled)
     job = prepared(carried)
     route = remembered_route_for_model(job.model) or await blocking(route_for_model, job.model)
     return job, Streaming(job, route, None, claim)
+
+
+async def _claimed(claiming, settled: Callable[[bool], None]):
+    """The claim's outcome, `settled` told whether it was settled (won or lost) or failed."""
+    try:
+        outcome = await claiming
+    except BaseException:
+        settled(False)
+        raise
+    settled(True)
+    return outcome
 
 
 def _prepare(job: Job):
