@@ -12,8 +12,7 @@ from .create_params import parse_metadata
 from .errors import InvalidRequest
 from .input_items import normalize_input
 
-__all__ = ["CreateRequest", "parse_create_request", "NUL_MESSAGE", "contains_nul",
-           "normalize_input", "parse_metadata"]
+__all__ = ["CreateRequest", "parse_create_request", "normalize_input", "parse_metadata"]
 
 # The fields that make up CreateRequest.params, in the order the response echoes them.
 PARAM_FIELDS = (
@@ -81,15 +80,3 @@ def _check_combinations(values: dict) -> None:
                              code="mutually_exclusive_parameters")
 
 
-NUL_MESSAGE = "Strings in the request may not contain the NUL character (\\u0000)."
-
-
-def contains_nul(value) -> bool:
-    """True if a NUL character is in any string (or key) of a parsed JSON value."""
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(contains_nul(k) or contains_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(contains_nul(v) for v in value)
-    return False

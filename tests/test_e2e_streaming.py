@@ -52,6 +52,20 @@ def test_retrieve_returns_the_final_event_response(api):
         SCENARIOS["fake-reasoning"].chunks[-1]["usage"]["completion_tokens_details"]["reasoning_tokens"])
 
 
+def test_a_nul_from_the_upstream_is_replaced_and_the_response_stored(api):
+    """Postgres cannot hold NUL: the upstream's becomes U+FFFD, in the stream as in the stored
+    response (before, the response failed: "The response could not be stored.")."""
+    _, raw = stream(api, {"model": "fake-nul", "input": "hi"})
+    events, final = check_sse_stream(raw)
+    assert final["status"] == "completed"
+    assert [e["delta"] for e in events if e["type"] == "response.output_text.delta"] == [
+        "a\ufffdb", " \\u0000 stays"]
+    reasoning, message = final["output"]
+    assert reasoning["content"][0]["text"] == "Hm\ufffdm."
+    assert message["content"][0]["text"] == "a\ufffdb \\u0000 stays"
+    assert api.get(f"/responses/{final['id']}").json() == final
+
+
 @pytest.mark.parametrize("model, status, types", [
     ("fake-tools", "completed", ["function_call", "function_call"]),
     ("fake-tool-one-piece", "completed", ["function_call", "function_call"]),

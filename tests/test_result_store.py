@@ -238,3 +238,15 @@ def test_a_carried_run_takes_a_queued_row_the_web_wrote_and_no_other():
     assert claim_carried(_job(tenant, "resp_cancelled"), "w1") is False
     row = StoredResponse.objects.get(id="resp_cancelled")
     assert (row.status, row.worker_id) == ("cancelled", None)
+
+
+def test_a_result_holding_a_nul_is_stored_with_it_replaced():
+    """What a tool returned may hold NUL, which jsonb cannot: replaced, the result stored."""
+    tenant = Tenant.objects.create(name="t")
+    _queued(tenant, "resp_nul")
+    job = claim_run("resp_nul", "w1")
+    output = [{"type": "mcp_call", "id": "mcp_1", "output": "bin\x00ary", "name": "n\x00"}]
+    assert store_result(job, {**_finished(job), "output": output}) is True
+    stored = StoredResponse.objects.get(id="resp_nul").resource["output"]
+    assert stored == [{"type": "mcp_call", "id": "mcp_1", "output": "bin\ufffdary",
+                       "name": "n\ufffd"}]

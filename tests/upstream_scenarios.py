@@ -158,6 +158,10 @@ SCENARIOS: dict[str, Scenario] = {
                        "invalid_request_error", None, "max_tokens"),
     "fake-slow": Scenario(_text("fake-slow", HELLO), first_byte_delay=2.5),
     "fake-json": Scenario(_text("fake-json", ['{"ans', 'wer": ', "42", "}"])),
+    # a NUL character (which Postgres cannot store) and a literal backslash-u0000 (which it can)
+    "fake-nul": Scenario(_stream("fake-nul", [{"reasoning_content": "Hm\x00m."},
+                                              {"content": "a\x00b"}, {"content": " \\u0000 stays"}],
+                                 "stop", reasoning=2)),
 }
 
 

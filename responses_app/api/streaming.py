@@ -26,7 +26,8 @@ from .. import services
 from ..auth import remembered_principal, resolve_api_key
 from ..bus import event_bus
 from ..cancellation import cancellation
-from ..create_request import NUL_MESSAGE, contains_nul, parse_create_request
+from ..create_request import parse_create_request
+from ..nul import NUL_MESSAGE, contains_nul
 from ..db_threads import run_db
 from ..errors import InvalidRequest, NotFound
 from ..models import TERMINAL_STATUSES, StoredResponse

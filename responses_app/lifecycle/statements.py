@@ -16,6 +16,7 @@ from accounting.usage import USAGE_AFTER_STORE_CTES, token_counts
 
 from ..jobs import Job
 from ..models import ResponseStatus, StoredResponse
+from ..nul import contains_nul, may_hold_nul, without_nul
 
 TABLE = StoredResponse._meta.db_table
 
@@ -108,11 +109,14 @@ def completed_at_of(resource: dict) -> datetime | None:
 
 
 def json_text(value) -> str:
-    """A JSON column's value (orjson; the standard library for integers beyond 64 bits)."""
+    """A JSON column's value (orjson; the standard library for integers beyond 64 bits),
+    NUL characters replaced (what a tool returned may hold one: jsonb cannot)."""
     try:
-        return orjson.dumps(value).decode()
+        text = orjson.dumps(value).decode()
     except TypeError:
-        return json.dumps(value)
+        text = json.dumps(value)
+    return json_text(without_nul(value)) if may_hold_nul(text) and contains_nul(value) \
+        else text
 
 
 def insert_params(job: Job, status: str = ResponseStatus.QUEUED.value) -> list:

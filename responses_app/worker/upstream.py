@@ -22,6 +22,7 @@ from upstreams.retry_policy import RetryPolicy, delay_before_retry
 from upstreams.routing import Route
 
 from ..errors import error_body
+from ..nul import may_hold_nul, without_nul
 from .http_stream import ConnectFailed, HttpClient, StreamedResponse
 
 log = logging.getLogger(__name__)
@@ -223,4 +224,4 @@ def _decode(payload: bytes) -> dict:
         error = chunk["error"]
         message = error.get("message") if isinstance(error, dict) else str(error)
         raise UpstreamStreamFailed("server_error", f"The upstream failed: {message}")
-    return chunk
+    return without_nul(chunk) if may_hold_nul(payload) else chunk
