@@ -11,6 +11,7 @@ import orjson
 from django.conf import settings
 
 from responses_app.context.compaction_items import upstream_items
+from responses_app.nul import without_nul
 from responses_app.translation.chat_request import build_chat_request
 from responses_app.translation.mcp_history import upstream_function_name
 from responses_app.translation.state_machine import McpToolTarget
@@ -154,4 +155,6 @@ class McpToolLoop:
                     log.info("MCP call %s on %s failed: %s", item["name"], item["server_label"],
                              failure.text)
                     error = failure.error
-        await self.emit(self.translator.mcp_call_done(item, output, error))
+        # a tool may return NUL, which Postgres cannot store: replaced, as the model's are
+        await self.emit(self.translator.mcp_call_done(item, without_nul(output),
+                                                      without_nul(error)))

@@ -409,3 +409,19 @@ def test_a_custom_tool_call_ends_the_run_for_the_client(api, demo, clean_upstrea
     assert final["output"][2]["input"] == "*** Begin"
     # the client runs the custom tool: no second upstream turn
     assert len(clean_upstream.requests()) == 1
+
+
+def test_a_tool_output_holding_a_nul_is_replaced_and_stored(api, demo):
+    """Postgres cannot hold NUL: a tool's becomes U+FFFD, in the stream as in the stored
+    response and its conversation (before, the response could not be stored)."""
+    conversation = api.post("/conversations", json={}).json()["id"]
+    _, final = stream(api, {"model": "fake-tool-caller", "tools": [mcp_tool(demo)],
+                            "conversation": conversation,
+                            "input": 'call demo__echo {"text": "a\\u0000b"}'})
+    _, call, message = final["output"]
+    assert (final["status"], call["output"], message["content"][0]["text"]) == (
+        "completed", "echo: a\ufffdb", "Results: echo: a\ufffdb")
+    assert api.get(f"/responses/{final['id']}").json() == final
+    items = api.get(f"/conversations/{conversation}/items",
+                    params={"order": "asc", "limit": 100}).json()["data"]
+    assert [item["output"] for item in items if item["type"] == "mcp_call"] == ["echo: a\ufffdb"]
