@@ -14,7 +14,7 @@ MAX_CHAIN_LENGTH = 100_000
 
 CHAIN_SQL = """
 WITH RECURSIVE chain(id, previous_response_id, depth, stop{columns}) AS (
-    SELECT id, previous_response_id, 0, {stop}{row_columns} FROM responses
+    SELECT id, previous_response_id, 0, {stop}{columns} FROM responses
      WHERE id = %s AND tenant_id = %s AND store
     UNION ALL
     SELECT r.id, r.previous_response_id, chain.depth + 1, {stop_r}{r_columns}
@@ -33,9 +33,8 @@ ITEMS_TAIL = "SELECT input_items::text, output_text FROM chain ORDER BY depth DE
 _STOPS = {False: {"stop": "false", "stop_r": "false"},
           True: {"stop": "input_compaction OR output_compaction",
                  "stop_r": "r.input_compaction OR r.output_compaction"}}
-_NO_COLUMNS = {"columns": "", "row_columns": "", "r_columns": ""}
+_NO_COLUMNS = {"columns": "", "r_columns": ""}
 _ITEM_COLUMNS = {"columns": ", input_items, output_text",
-                 "row_columns": ", input_items, output_text",
                  "r_columns": ", r.input_items, r.output_text"}
 IDS_SQL = {compacted: CHAIN_SQL.format(**stops, **_NO_COLUMNS) + IDS_TAIL
            for compacted, stops in _STOPS.items()}

@@ -13,7 +13,7 @@ tracing is on the message also carries the request's trace context (W3C headers)
 run continues the request's trace.
 Both sides import this module; it imports neither.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import orjson
@@ -44,6 +44,8 @@ class Job:
     # upstream before its claim is confirmed (a client waits for its first event and the
     # run reads nothing stored)
     resent: bool = False  # its message was given back: the run claims before it calls
+    encoded: bytes | None = field(default=None, repr=False, compare=False)  # its columns'
+    # JSON, kept by `carriable` for its message (encoded once)
 
     @classmethod
     def of_columns(cls, response_id: str, columns: dict, carried: bool = False) -> "Job":
@@ -61,18 +63,25 @@ class Job:
         return self.request.get("context") or {}
 
     def carriable(self) -> bool:
-        """Whether a message can carry this job (small enough, and JSON orjson encodes)."""
-        encoded = _encoded({"id": self.id, "job": self.columns()}, None)
-        return encoded is not None and len(encoded) <= MAX_JOB_BYTES - MESSAGE_ROOM
+        """Whether a message can carry this job (small enough, and JSON orjson encodes);
+        its encoding is kept for the message."""
+        try:
+            self.encoded = orjson.dumps(self.columns())
+        except TypeError:  # an integer beyond 64 bits: the database has the job
+            return False
+        return len(self.encoded) <= MAX_JOB_BYTES - MESSAGE_ROOM
 
     def message(self, trace: dict | None = None, resent: bool = False) -> bytes:
         """The run queue's message for this job's run (with the trace context `trace`)."""
-        return run_message(self.id, self.columns() if self.carried else None, trace,
-                           created_at=self.created_at, resent=resent)
+        columns = None
+        if self.carried:
+            columns = self.columns() if self.encoded is None else orjson.Fragment(self.encoded)
+        return run_message(self.id, columns, trace, created_at=self.created_at, resent=resent)
 
 
-def run_message(response_id: str, columns: dict | None = None, trace: dict | None = None,
-                created_at: datetime | None = None, resent: bool = False) -> bytes:
+def run_message(response_id: str, columns: dict | orjson.Fragment | None = None,
+                trace: dict | None = None, created_at: datetime | None = None,
+                resent: bool = False) -> bytes:
     """A run's message: its id, with its job's columns (and creation time; and whether it
     is given back) when given and small enough, and the trace context when given."""
     if columns is not None:

@@ -70,7 +70,9 @@ def test_a_carried_job_travels_with_its_creation_time_and_goes_back_marked_resen
 
 
 def test_only_a_job_a_message_can_carry_is_carriable():
-    assert Job.of_columns("resp_1", JOB).carriable() is True
+    job = Job.of_columns("resp_1", JOB, carried=True)
+    assert job.carriable() is True
+    assert orjson.loads(job.message()) == {"id": "resp_1", "job": JOB}  # its kept encoding
     text = "x" * MAX_JOB_BYTES
     large = {**JOB, "input_items": [{"type": "message", "role": "user",
                                      "content": [{"type": "input_text", "text": text}]}]}

@@ -14,7 +14,7 @@ from django.db import connection
 
 from accounting.usage import USAGE_AFTER_STORE_CTES, token_counts
 
-from ..jobs import Job
+from ..jobs import JOB_COLUMNS, Job
 from ..models import ResponseStatus, StoredResponse
 from ..nul import contains_nul, may_hold_nul, without_nul
 
@@ -38,18 +38,17 @@ WHERE {TABLE}.status = %s
 RETURNING id
 """
 
-# A run takes its queued response (conditional: only one run ever gets it), reading the
-# columns given (the job's, or just the id when the run has its job already).
-CLAIM_SQL = """
-UPDATE {table} SET status = %s, worker_id = %s WHERE id = %s AND status = %s
-RETURNING {columns}
-"""
-STATUS_SQL = f"SELECT status FROM {TABLE} WHERE id = %s"
-# A claim and the row's status (its snapshot from before the UPDATE), in one round trip: (status, id, columns...) claimed; (status, NULL...) not; (NULL, NULL...) no
-# row yet.
-CLAIM_OR_STATUS_SQL = """
-WITH claimed AS ({claim})
-SELECT ({status}), claimed.* FROM (SELECT 1) AS one LEFT JOIN claimed ON true
+# A run whose message has no job takes its queued response (conditional: only one run ever
+# gets it) and reads its job, with the row's status (its snapshot from before the UPDATE)
+# in the same round trip: (status, id, columns...) claimed; (status, NULL...) not; (NULL,
+# NULL...) no row yet.
+CLAIM_JOB_SQL = f"""
+WITH claimed AS (
+    UPDATE {TABLE} SET status = %s, worker_id = %s WHERE id = %s AND status = %s
+    RETURNING id, {", ".join(JOB_COLUMNS)}
+)
+SELECT (SELECT status FROM {TABLE} WHERE id = %s), claimed.*
+  FROM (SELECT 1) AS one LEFT JOIN claimed ON true
 """
 # A claim may find no row yet (a run sent before its row was committed): it looks again,
 # for up to this long, while there is no row at all.
@@ -80,14 +79,10 @@ SELECT count(*) FROM stored
 """
 
 
-def claim_sql(columns: tuple[str, ...]) -> str:
-    """The claim reading `columns`, with the row's status in the same statement."""
-    claim = CLAIM_SQL.format(table=TABLE, columns=", ".join(columns))
-    return CLAIM_OR_STATUS_SQL.format(claim=claim, status=STATUS_SQL)
-
-
-def claim_params(response_id: str, worker: str) -> list:
-    return [ResponseStatus.IN_PROGRESS, worker, response_id, ResponseStatus.QUEUED]
+def claim_job_params(response_id: str, worker: str) -> list:
+    """CLAIM_JOB_SQL's parameters."""
+    return [ResponseStatus.IN_PROGRESS, worker, response_id, ResponseStatus.QUEUED,
+            response_id]
 
 
 def claim_retry_delay(attempt: int, started: float, status: str | None) -> float | None:

@@ -58,23 +58,14 @@ async def claim_carried(job: Job, worker: str) -> bool:
 
 
 async def claim_job(response_id: str, worker: str) -> Job | None:
-    """Take the queued response and read its job; None if another run has it or it is gone."""
-    claimed = await _claim(("id", *JOB_COLUMNS), response_id, worker, durable=True)
-    if claimed is None:
-        return None
-    return Job.of_columns(response_id, dict(zip(JOB_COLUMNS, claimed[1:])))
-
-
-async def _claim(columns: tuple[str, ...], response_id: str, worker: str, durable: bool):
-    """The claimed row's `columns`, or None; looks again while the row is not written yet
-    (a run sent before its row was committed)."""
-    sql = statements.claim_sql(columns)
-    params = statements.claim_params(response_id, worker) + [response_id]
+    """Take the queued response and read its job; None if another run has it or it is gone.
+    Looks again while the row is not written yet (a run sent before its row was committed)."""
+    params = statements.claim_job_params(response_id, worker)
     started = time.monotonic()
     for attempt in itertools.count():
-        status, *claimed = await fetchone(sql, params, durable=durable)
+        status, *claimed = await fetchone(statements.CLAIM_JOB_SQL, params)
         if claimed[0] is not None:
-            return claimed
+            return Job.of_columns(response_id, dict(zip(JOB_COLUMNS, claimed[1:])))
         delay = statements.claim_retry_delay(attempt, started, status)
         if delay is None:
             return None

@@ -34,13 +34,8 @@ def build_chat_request(*, model: str, instructions: str | None, items: list[dict
     messages = []
     if instructions:
         messages.append({"role": "system", "content": instructions})
-    mapped = mcp_items_as_function_items(items)
-    repaired = repair_items(custom_items_as_function_items(mapped))
-    # the repaired items hold an MCP item only if `items` did (mapping them again, as
-    # messages_from_items does, is then all it takes to leave them as they are)
-    history = _messages(mcp_items_as_function_items(repaired.items) if mapped is not items
-                        else repaired.items)
-    repairs = repaired.repairs
+    repaired = repair_items(custom_items_as_function_items(mcp_items_as_function_items(items)))
+    history, repairs = messages_from_items(repaired.items), repaired.repairs
     if merge_user_messages:
         merged = merge_consecutive_users(history)
         history, repairs = merged.items, repairs + merged.repairs
@@ -79,11 +74,7 @@ def build_chat_request(*, model: str, instructions: str | None, items: list[dict
 # --- messages ------------------------------------------------------------------------------
 
 def messages_from_items(items: list[dict]) -> list[dict]:
-    return _messages(mcp_items_as_function_items(items))
-
-
-def _messages(items: list[dict]) -> list[dict]:
-    """The chat messages of items whose MCP items are already function items."""
+    items = mcp_items_as_function_items(items)
     calls_by_id = {i["call_id"]: i for i in items if i.get("type") == "function_call"}
     messages: list[dict] = []
     answered: set[str] = set()
