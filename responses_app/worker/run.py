@@ -10,11 +10,13 @@
    the bus (run_streaming.py), until an `Ending`;
 3. storing: the result is committed (lifecycle.store_result) before its terminal event is
    published, so a follow-up finds it; a result the watchdog gave up meanwhile is dropped;
-4. ended: the run's admission is settled and the run recorded (run_observer.py).
+4. ended: the run's admission is settled and the run measured (run_observer.py), its
+   log line written once its end is published.
 
 A run is a coroutine on the process's run loop (`run_response`), so no thread waits while
 it streams; `execute_run` is the sync entry (the embedded dispatcher).
 """
+import asyncio
 import logging
 from collections.abc import Callable
 
@@ -66,6 +68,10 @@ async def run_response(response_id: str, carried: Job | None = None,
         await _storing(job, streaming, ending, observed)
     finally:
         await _ended(observed)
+        try:
+            await asyncio.sleep(0)  # the end's flush is sent before the log line is written
+        finally:
+            observed.log()
 
 
 def _ignored(settled: bool) -> None:

@@ -1,5 +1,6 @@
 """After one run: the settlement of its admission (real tokens for the estimate, its slot
-released: lifecycle.settle), its metrics and a log line.
+released: lifecycle.settle) and its metrics, then its log line (written once the run's end
+is published: formatting and writing it is not on the client's path).
 
 The usage itself is written by the lifecycle, with the response. A run that ends without
 reaching the storing phase (crashed) is settled on the way out (run.py); a run that was
@@ -24,11 +25,12 @@ class ObservedRun:
         self.ending = None  # how its streaming phase ended (run_streaming.Ending)
         self.first_delta_at: float | None = None
         self.settled = False
+        self.line: dict | None = None  # the log line's fields, until it is written
 
     def ended(self) -> None:
-        """The run's result is stored: settle its admission and record it (before the
+        """The run's result is stored: settle its admission and measure it (before the
         terminal event is published, so a follow-up request finds its slot free and a
-        scrape after it sees the run)."""
+        scrape after it sees the run); its log line waits for `log()`."""
         if self.settled:
             return
         self.settled = True
@@ -37,7 +39,18 @@ class ObservedRun:
         used = (usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0)
         if status != "fenced":  # else whoever ended the run in its place settled it
             lifecycle.settle(self.job.tenant_id, self.job.context, used)
-        _observe(self, status, resource, error_code)
+        duration = time.monotonic() - self.started
+        _measure(self, status, resource, error_code, duration)
+        self.line = {"response_id": self.job.id, "status": status, "model": self.job.model,
+                     "duration_ms": round(duration * 1000, 1),
+                     "input_tokens": usage.get("input_tokens"),
+                     "output_tokens": usage.get("output_tokens")}
+
+    def log(self) -> None:
+        """Write the run's log line, once, if it ended (`ended()`)."""
+        line, self.line = self.line, None
+        if line is not None:
+            log.info("run %s %s", line["response_id"], line["status"], extra=line)
 
     def outcome(self) -> tuple[str, dict, str | None]:
         """(status label, final response object or {}, upstream error code or None)."""
@@ -53,10 +66,8 @@ class ObservedRun:
         return resource.get("status", "unknown"), resource, error.get("code")
 
 
-def _observe(run: ObservedRun, status: str, resource: dict, error_code: str | None) -> None:
-    job = run.job
-    duration = time.monotonic() - run.started
-    usage = resource.get("usage") or {}
+def _measure(run: ObservedRun, status: str, resource: dict, error_code: str | None,
+             duration: float) -> None:
     metrics.RUN_DURATION.labels(status).observe(duration)
     if run.first_delta_at is not None:
         metrics.TIME_TO_FIRST_DELTA.observe(run.first_delta_at - run.started)
@@ -66,7 +77,3 @@ def _observe(run: ObservedRun, status: str, resource: dict, error_code: str | No
         calls = sum(1 for item in resource.get("output") or () if item.get("type") == item_type)
         if calls:
             metrics.TOOL_CALLS.labels(item_type).inc(calls)
-    log.info("run %s %s", job.id, status, extra={
-        "response_id": job.id, "status": status, "model": job.model,
-        "duration_ms": round(duration * 1000, 1), "input_tokens": usage.get("input_tokens"),
-        "output_tokens": usage.get("output_tokens")})
