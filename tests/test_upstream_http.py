@@ -113,6 +113,54 @@ def test_the_end_arriving_while_the_reader_is_busy_is_not_lost():
     assert run(scenario()) == CHUNKS
 
 
+def test_under_load_what_follows_the_finish_reason_is_not_held_for_a_read_interval():
+    """While another answer streams on the loop, reads are paced (here once per 2 s); after
+    the model's finish reason, each piece is read as it arrives (the usage chunk and the end
+    are not held for an interval)."""
+    finish = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    usage = {"choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 2}}
+    trailer = {"choices": [], "system_fingerprint": "fp"}
+    other_started = other_done = None
+
+    async def script(reader, writer, number):
+        if number == 1:  # the other answer, streaming until ours is done
+            writer.write(CHUNKED_HEAD + chunk(sse(CHUNKS[0])))
+            await writer.drain()
+            await other_done.wait()
+            writer.write(chunk(DONE) + LAST_CHUNK)
+            return
+        writer.write(CHUNKED_HEAD + chunk(sse(CHUNKS[1])) + chunk(sse(finish)))
+        await writer.drain()
+        for piece in (usage, trailer):
+            await asyncio.sleep(0.3)
+            writer.write(chunk(sse(piece)))
+            await writer.drain()
+        writer.write(chunk(DONE) + LAST_CHUNK)
+
+    async def read(route, batches_seen, started=None):
+        async with open_chat_stream(route, BODY, 2.0) as batches:
+            async for batch in batches:
+                batches_seen.append(batch)
+                if started is not None:
+                    started.set()
+
+    async def scenario():
+        nonlocal other_started, other_done
+        other_started, other_done = asyncio.Event(), asyncio.Event()
+        async with ScriptedServer(script) as server:
+            other_batches, ours = [], []
+            other = asyncio.ensure_future(read(server.route(), other_batches, other_started))
+            await other_started.wait()
+            await read(server.route(), ours)
+            other_done.set()
+            await other
+            return ours, other_batches
+
+    ours, other_batches = run(scenario())
+    assert ours == [[CHUNKS[1], finish], [usage], [trailer]]
+    assert other_batches == [[CHUNKS[0]], []]
+
+
 def test_a_close_delimited_answer_ends_with_the_connection():
     async def script(reader, writer, number):
         writer.write(b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n" + sse(CHUNKS[0]))

@@ -162,6 +162,10 @@ class StreamedResponse:
         """From now on, read at most once per read interval."""
         self.paced = True
 
+    def unpace(self) -> None:
+        """From now on, read every piece as soon as it arrives."""
+        self.paced = False
+
     def release(self) -> None:
         """Back to the pool if the body was read whole and the server keeps it open."""
         if self.released:

@@ -173,9 +173,11 @@ async def _chunk_batches(response: StreamedResponse, read_interval: float):
     Reads at most once per `read_interval` once the first output arrived: chunks that
     arrive meanwhile are taken in one go, sparing an event-loop wake-up, a bus entry and a
     client write per chunk. Nothing is held back before the first output (time to first
-    delta); the end waits at most one interval.
+    delta), nor after the model's finish reason: what follows it (the usage chunk,
+    `[DONE]`) comes at once, so the end is not held for an interval.
     """
     buffer = b""
+    finishing = False
     try:
         async for data in response.batches(read_interval):
             buffer += data
@@ -193,7 +195,12 @@ async def _chunk_batches(response: StreamedResponse, read_interval: float):
                 batch.append(_decode(payload))
             if batch:
                 yield batch
-                if not response.paced and any(_has_output(chunk) for chunk in batch):
+                if finishing:
+                    continue
+                if any(_finishes(chunk) for chunk in reversed(batch)):  # it is near the end
+                    finishing = True
+                    response.unpace()
+                elif not response.paced and any(_has_output(chunk) for chunk in batch):
                     response.pace()
     except asyncio.TimeoutError:
         raise UpstreamStreamFailed(
@@ -212,6 +219,10 @@ def _has_output(chunk: dict) -> bool:
                                           "refusal", "tool_calls")):
             return True
     return False
+
+
+def _finishes(chunk: dict) -> bool:
+    return any(choice.get("finish_reason") for choice in chunk.get("choices") or ())
 
 
 def _decode(payload: bytes) -> dict:
