@@ -177,9 +177,10 @@ EVENT_RETENTION_SECONDS = env.int("EVENT_RETENTION_SECONDS", default=24 * 3600)
 # Batching under load only. While other runs stream on its process, the worker reads the
 # upstream at most once per STREAM_BATCH_MS: chunks that arrive in between travel together
 # (one bus entry, one client write); after the model's finish reason it reads at once. Bus
-# entries that find a flush to Redis in flight gather for up to STREAM_FLUSH_INTERVAL_MS (the
-# end goes right after that flush), and a web process relaying several busy streams waits as
-# long between its reads of the bus. A run alone goes through as its chunks arrive.
+# entries that find a flush to Redis in flight gather for up to STREAM_FLUSH_INTERVAL_MS (an
+# end is urgent: it goes right after that flush), and a web process relaying several busy
+# streams waits as long between its reads of the bus. A run alone goes through as its
+# chunks arrive.
 STREAM_BATCH_MS = env.float("STREAM_BATCH_MS", default=50.0)
 STREAM_FLUSH_INTERVAL_MS = env.float("STREAM_FLUSH_INTERVAL_MS", default=20.0)
 # The longest a run may take end to end.

@@ -135,7 +135,7 @@ async def _storing(job: RunJob, streaming: Streaming, ending: Ending,
             return
         await _ended(observed)
         await streaming.writer.append(stamped_entry(streaming.stamper, ending.closing,
-                                                    end=True), soon=True)
+                                                    end=True))
 
 
 async def _stored(job: RunJob, ending: Ending) -> bool:
