@@ -16,4 +16,4 @@ RUN pip install --require-hashes -r requirements.lock
 COPY . .
 USER gateway
 EXPOSE 8000
-CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "gateway.asgi:application"]
+CMD ["python", "-m", "gateway.serve", "-b", "0.0.0.0", "-p", "8000", "gateway.asgi:application"]

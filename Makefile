@@ -32,7 +32,7 @@ install: $(VENV)/.installed
 run: $(VENV)/.installed
 	$(PY) manage.py migrate -v0
 	@echo "Serving on http://$(HOST):$(PORT)/v1 — create an API key with: $(PY) manage.py create_tenant NAME"
-	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) gateway.asgi:application
+	$(PY) -m gateway.serve -b $(HOST) -p $(PORT) gateway.asgi:application
 
 worker: $(VENV)/.installed
 	$(VENV)/bin/celery -A gateway worker -l info

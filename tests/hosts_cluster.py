@@ -74,8 +74,8 @@ class Cluster:
                 "--concurrency", "20", "--without-heartbeat", "--without-gossip",
                 "--without-mingle"], env=self.env)
         for web in self.webs:
-            self._start(web, "web", [str(BIN / "daphne"), "-b", web.address("front"), "-p",
-                                     str(WEB_PORT), "gateway.asgi:application"],
+            self._start(web, "web", [PYTHON, "-m", "gateway.serve", "-b", web.address("front"),
+                                     "-p", str(WEB_PORT), "gateway.asgi:application"],
                         env=self.env, port=(web.address("front"), WEB_PORT))
         deadline = time.monotonic() + 60
         while len(self.live_workers()) < len(self.workers):

@@ -121,7 +121,7 @@ class Deployment:
     def start_web(self) -> None:
         web_log = self.workdir / f"web-{self._starts}-{free_port()}.log"
         self.web = subprocess.Popen(
-            [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(self.port),
+            [PYTHON, "-m", "gateway.serve", "-b", "127.0.0.1", "-p", str(self.port),
              "gateway.asgi:application"],
             cwd=ROOT, env=self.env, stdout=web_log.open("w"), stderr=subprocess.STDOUT,
         )

@@ -32,7 +32,7 @@ def test_it_runs_the_whole_deployment():
     services = COMPOSE["services"]
     assert sorted(services) == ["beat", "postgres", "redis", "web", "worker"]
     assert services["web"]["command"][-1].endswith(
-        "exec daphne -b 0.0.0.0 -p 8000 gateway.asgi:application")
+        "exec python -m gateway.serve -b 0.0.0.0 -p 8000 gateway.asgi:application")
     assert services["worker"]["command"][:4] == ["celery", "-A", "gateway", "worker"]
     assert services["beat"]["command"][:4] == ["celery", "-A", "gateway", "beat"]
     assert "noeviction" in services["redis"]["command"]
@@ -92,7 +92,8 @@ def test_the_image_runs_unprivileged_with_a_command_from_the_lockfile():
     assert ("RUN", "pip install --require-hashes -r requirements.lock") in instructions
     assert ("USER", "gateway") in instructions
     assert instructions[-1] == (
-        "CMD", '["daphne", "-b", "0.0.0.0", "-p", "8000", "gateway.asgi:application"]')
+        "CMD", '["python", "-m", "gateway.serve", "-b", "0.0.0.0", "-p", "8000", '
+               '"gateway.asgi:application"]')
 
 
 def _requirement_names(requirements: list[str]) -> set[str]:
