@@ -592,8 +592,8 @@ def main(argv: list[str] | None = None) -> int:
         deployment = BenchDeployment(logdir, env, WORKER_CONCURRENCY, args.workers)
         deployment.manage("migrate", "-v0")
         api_key = deployment.new_api_key("bench")
-        log(f"starting daphne on port {deployment.port} and {args.workers} celery worker(s) "
-            f"(--concurrency {WORKER_CONCURRENCY} each) ...")
+        log(f"starting the web (Daphne) on port {deployment.port} and {args.workers} celery "
+            f"worker(s) (--concurrency {WORKER_CONCURRENCY} each) ...")
         deployment.start()
         meter = Meter({"web": deployment.web.pid, "worker": [w.pid for w in deployment.workers],
                        "upstream": upstream.process.pid, "redis": redis_pid(redis_url),
