@@ -11,13 +11,17 @@ Without uvloop (Windows) it is plain `daphne`.
 import asyncio
 
 
-def main() -> None:
+def use_uvloop() -> None:
+    """New event loops are uvloop's from now on (before `daphne.server` is imported)."""
     try:
         import uvloop
     except ImportError:
-        pass
-    else:
-        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+        return
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+
+
+def main() -> None:
+    use_uvloop()
     from daphne.cli import CommandLineInterface
 
     CommandLineInterface.entrypoint()

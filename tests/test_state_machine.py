@@ -133,48 +133,35 @@ TEXT_5_DELTAS = [
     "response.completed",
 ]
 
+
+def reasoning_then_text(reasoning_deltas: int) -> list[str]:
+    """A reasoning item of `reasoning_deltas` deltas, then a message of two text deltas."""
+    return [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+        *["response.reasoning_text.delta"] * reasoning_deltas,
+        "response.reasoning_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+
+
 EXPECTED_TYPES = {
     "fake-text": TEXT_5_DELTAS,
     "fake-slow": TEXT_5_DELTAS,
-    "fake-nul": [  # the NUL is the upstream reader's to replace: the machine sees text
-        "response.created",
-        "response.in_progress",
-        "response.output_item.added",
-        "response.content_part.added",
-        "response.reasoning_text.delta",
-        "response.reasoning_text.done",
-        "response.content_part.done",
-        "response.output_item.done",
-        "response.output_item.added",
-        "response.content_part.added",
-        "response.output_text.delta",
-        "response.output_text.delta",
-        "response.output_text.done",
-        "response.content_part.done",
-        "response.output_item.done",
-        "response.completed",
-    ],
-    "fake-reasoning": [
-        "response.created",
-        "response.in_progress",
-        "response.output_item.added",
-        "response.content_part.added",
-        "response.reasoning_text.delta",
-        "response.reasoning_text.delta",
-        "response.reasoning_text.delta",
-        "response.reasoning_text.delta",
-        "response.reasoning_text.done",
-        "response.content_part.done",
-        "response.output_item.done",
-        "response.output_item.added",
-        "response.content_part.added",
-        "response.output_text.delta",
-        "response.output_text.delta",
-        "response.output_text.done",
-        "response.content_part.done",
-        "response.output_item.done",
-        "response.completed",
-    ],
+    # the NUL is the upstream reader's to replace: the machine sees text
+    "fake-nul": reasoning_then_text(reasoning_deltas=1),
+    "fake-reasoning": reasoning_then_text(reasoning_deltas=4),
     "fake-tools": [
         "response.created",
         "response.in_progress",
