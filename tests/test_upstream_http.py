@@ -113,6 +113,26 @@ def test_the_end_arriving_while_the_reader_is_busy_is_not_lost():
     assert run(scenario()) == CHUNKS
 
 
+def test_a_nul_escape_split_between_two_reads_is_replaced():
+    """Whether a read may hold a NUL is looked up once per read: an escape cut in two by
+    the network is still found (the cut line is looked at again with the next read)."""
+    nul_chunk = sse({"choices": [{"index": 0, "delta": {"content": "a\x00b"}}]})
+    cut = nul_chunk.index(b"\\u0000") + 3  # ...\u00 | 00b...
+
+    async def script(reader, writer, number):
+        writer.write(CHUNKED_HEAD + chunk(sse(CHUNKS[0])) + chunk(nul_chunk[:cut]))
+        await writer.drain()
+        await asyncio.sleep(0.05)  # the reader takes the first piece alone
+        writer.write(chunk(nul_chunk[cut:]) + chunk(DONE) + LAST_CHUNK)
+
+    async def scenario():
+        async with ScriptedServer(script) as server:
+            return await streamed(server.route())
+
+    assert run(scenario()) == [
+        CHUNKS[0], {"choices": [{"index": 0, "delta": {"content": "a\ufffdb"}}]}]
+
+
 def test_under_load_what_follows_the_finish_reason_is_not_held_for_a_read_interval():
     """While another answer streams on the loop, reads are paced (here once per 2 s); after
     the model's finish reason, each piece is read as it arrives (the usage chunk and the end

@@ -183,6 +183,7 @@ async def _chunk_batches(response: StreamedResponse, read_interval: float):
             buffer += data
             if b"\n" not in data:
                 continue
+            nul = may_hold_nul(buffer)  # one look for the whole read, not one per chunk
             *lines, buffer = buffer.split(b"\n")
             batch = []
             for line in lines:
@@ -192,7 +193,7 @@ async def _chunk_batches(response: StreamedResponse, read_interval: float):
                 if payload == b"[DONE]":
                     yield batch
                     return
-                batch.append(_decode(payload))
+                batch.append(_decode(payload, nul))
             if batch:
                 yield batch
                 if finishing:
@@ -225,7 +226,8 @@ def _finishes(chunk: dict) -> bool:
     return any(choice.get("finish_reason") for choice in chunk.get("choices") or ())
 
 
-def _decode(payload: bytes) -> dict:
+def _decode(payload: bytes, nul: bool = True) -> dict:
+    """A chunk's JSON; its NUL characters replaced when `nul` (its read may hold one)."""
     try:
         chunk = orjson.loads(payload)
     except orjson.JSONDecodeError:
@@ -235,4 +237,4 @@ def _decode(payload: bytes) -> dict:
         error = chunk["error"]
         message = error.get("message") if isinstance(error, dict) else str(error)
         raise UpstreamStreamFailed("server_error", f"The upstream failed: {message}")
-    return without_nul(chunk) if may_hold_nul(payload) else chunk
+    return without_nul(chunk) if nul and may_hold_nul(payload) else chunk
