@@ -41,6 +41,20 @@ def redis_buses():
 BUSES = [pytest.param(memory_bus, id="memory"), pytest.param(redis_bus, id="redis")]
 
 
+def run(scenario, *buses):
+    """asyncio.run(scenario), then the buses' connections on its loop closed: they belong
+    to that loop, which ends here."""
+    async def closing():
+        try:
+            return await scenario
+        finally:
+            for bus in buses:
+                if isinstance(bus, RedisEventBus):
+                    await bus.aclose()
+
+    return asyncio.run(closing())
+
+
 def batch(stamper, count, end=False):
     first = stamper.next_sequence_number
     data = stamper.render([{"type": "response.output_text.delta", "delta": f"d{first + i}"}
@@ -81,7 +95,7 @@ def test_replay_then_live_tail_gives_every_event_once(make_bus):
         late = await bus.subscribe(response_id, 8)
         return await collect(early), await collect(middle), await collect(late)
 
-    early, middle, late = asyncio.run(scenario())
+    early, middle, late = run(scenario(), bus)
     assert numbers(early) == list(range(10))
     assert numbers(middle) == list(range(5, 10))
     assert numbers(late) == [9]
@@ -110,7 +124,7 @@ def test_streams_subscribed_while_the_reader_waits_are_all_served(make_bus):
         await write(ids[0])
         return [await collect(first), *served]
 
-    assert [numbers(entries) for entries in asyncio.run(scenario())] == [[0, 1, 2]] * 4
+    assert [numbers(entries) for entries in run(scenario(), bus)] == [[0, 1, 2]] * 4
 
 
 @pytest.mark.parametrize("make_bus", BUSES)
@@ -130,7 +144,7 @@ def test_an_error_before_start_reaches_the_reader(make_bus):
         subscription.close()
         return entry
 
-    entry = asyncio.run(scenario())
+    entry = run(scenario(), bus)
     assert entry.error == {"status": 429, "body": {"error": {"message": "slow down"}},
                            "headers": {"Retry-After": "7"}}
 
@@ -151,7 +165,7 @@ def test_a_second_writer_is_fenced_off(make_buses):
         await first.append(batch(stamper, 1, end=True))
         return await collect(subscription)
 
-    assert numbers(asyncio.run(scenario())) == [0, 1, 2, 3]
+    assert numbers(run(scenario(), bus, other)) == [0, 1, 2, 3]
 
 
 
@@ -171,7 +185,7 @@ def test_a_stream_lives_for_the_run_then_for_the_retention():
         await writer.append(batch(stamper, 1, end=True))
         return running, client.pttl(key), client.xlen(key)
 
-    running, ended, length = asyncio.run(scenario())
+    running, ended, length = run(scenario(), bus)
     assert 600_000 < running <= 660_000  # the run's deadline, then the retention
     assert 55_000 < ended <= 60_000
     assert length == 3
@@ -196,7 +210,7 @@ def test_a_new_readers_first_entry_does_not_wait_for_the_shared_read():
         busy_subscription.close()
         return first
 
-    assert numbers([asyncio.run(scenario())]) == [0, 1]
+    assert numbers([run(scenario(), bus)]) == [0, 1]
 
 
 def test_without_first_reads_the_shared_read_serves_every_stream(monkeypatch):
@@ -231,6 +245,6 @@ def test_a_reader_joining_behind_another_during_a_read_misses_nothing(first_read
         await writer.append(batch(stamper, 1, end=True))
         return await collect(live), await collect(behind)
 
-    live, behind = asyncio.run(scenario())
+    live, behind = run(scenario(), bus)
     assert numbers(live) == list(range(12, 16))
     assert numbers(behind) == list(range(16))

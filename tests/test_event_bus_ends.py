@@ -9,7 +9,7 @@ import pytest
 
 from responses_app.bus import StreamFenced
 from responses_app.translation.sse import EventStamper
-from tests.test_event_bus import BUSES, batch, collect, numbers, redis_bus
+from tests.test_event_bus import BUSES, batch, collect, numbers, redis_bus, run
 
 
 @pytest.mark.parametrize("make_bus", BUSES)
@@ -26,7 +26,7 @@ def test_an_end_from_outside_fences_off_the_run_however_far_it_got(make_bus):
             await writer.append(batch(run_went_on, 7), urgent=True)
         return await collect(await bus.subscribe(response_id, -1))
 
-    assert numbers(asyncio.run(scenario())) == [0, 1, 2, 3, 4]
+    assert numbers(run(scenario(), bus)) == [0, 1, 2, 3, 4]
 
 
 def test_an_end_from_outside_is_refused_when_the_run_wrote_after_it_was_read():
@@ -42,6 +42,6 @@ def test_an_end_from_outside_is_refused_when_the_run_wrote_after_it_was_read():
         await writer.append(batch(stamper, 1, end=True))
         return refused, await collect(await bus.subscribe(response_id, -1))
 
-    refused, entries = asyncio.run(scenario())
+    refused, entries = run(scenario(), bus)
     assert refused
     assert numbers(entries) == [0, 1, 2, 3, 4, 5]

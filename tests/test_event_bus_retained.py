@@ -8,7 +8,7 @@ import redis
 
 from responses_app.bus.redis import stream_key
 from responses_app.translation.sse import EventStamper
-from tests.test_event_bus import BUSES, batch, numbers, redis_bus
+from tests.test_event_bus import BUSES, batch, numbers, redis_bus, run
 
 
 @pytest.mark.parametrize("make_bus", BUSES)
@@ -25,7 +25,7 @@ def test_the_whole_log_comes_back_in_order_with_write_times(make_bus):
         await writer.append(batch(stamper, 1, end=True))
         return running, bus.read_retained(response_id)
 
-    running, ended = asyncio.run(scenario())
+    running, ended = run(scenario(), bus)
     assert numbers(running.entries) == [0, 1, 2, 3, 4]
     assert numbers(ended.entries) == [0, 1, 2, 3, 4, 5]
     assert [entry.end for entry in ended.entries] == [False, False, True]

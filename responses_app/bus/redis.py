@@ -44,6 +44,16 @@ class RedisEventBus:
         self._writers: dict = {}  # event loop -> StreamWriter
         self._hubs: dict = {}     # event loop -> ReadHub
 
+    async def aclose(self) -> None:
+        """Close the running loop's connections (a loop about to end; the web's and the
+        worker's loops last as long as their process)."""
+        loop = asyncio.get_running_loop()
+        writer, hub = self._writers.pop(loop, None), self._hubs.pop(loop, None)
+        if writer is not None:
+            await writer.aclose()
+        if hub is not None:
+            await hub.aclose()
+
     # --- reading whole (the admin's event view, sync) -----------------------------------------
     def read_retained(self, response_id: str) -> RetainedLog | None:
         """The whole stream of a response with its write times while Redis keeps it, or None."""

@@ -30,6 +30,19 @@ def async_client(url: str) -> aioredis.Redis:
     return aioredis.Redis(connection_pool=pool)
 
 
+def one_connection_client(url: str) -> aioredis.Redis:
+    """A client on one connection (redis-py's `single_connection_client`), for a caller
+    that sends one command at a time and bounds each with `asyncio.timeout`.
+
+    What it spares, per command: a pool's loan of a connection (a lock, and a check for
+    unread data); and, with no `socket_timeout`, redis-py writes the command at once (with
+    one, Python 3.11's `asyncio.wait_for` runs the write as a task of its own, a turn of
+    the event loop later). A command cut short by the caller's timeout closes the
+    connection; the next one connects again."""
+    return aioredis.Redis.from_url(url, single_connection_client=True, socket_timeout=None,
+                                   socket_connect_timeout=5)
+
+
 def stream_key(response_id: str) -> str:
     return KEY_PREFIX + response_id
 

@@ -12,7 +12,7 @@ import redis.asyncio as aioredis
 
 from ..errors import error_body
 from .entries import error_entry
-from .redis_codec import async_client, decode, stream_key
+from .redis_codec import async_client, decode, one_connection_client, stream_key
 from .subscription import Subscription
 
 log = logging.getLogger(__name__)
@@ -38,10 +38,9 @@ class ReadHub:
     def __init__(self, bus):
         self.bus = bus
         self.client = async_client(bus.url)
-        # the one blocking XREAD: it answers within READ_BLOCK_MS, or Redis is unreachable
-        self.reader = aioredis.Redis.from_url(
-            bus.url, socket_timeout=READ_BLOCK_MS / 1000 + READ_GRACE_SECONDS,
-            socket_connect_timeout=5)
+        # the one blocking XREAD (one read at a time): it answers within READ_BLOCK_MS, or
+        # Redis is unreachable (READ_GRACE_SECONDS later: _read_forever)
+        self.reader = one_connection_client(bus.url)
         self.first_reader = aioredis.Redis.from_url(
             bus.url, socket_timeout=FIRST_READ_BLOCK_MS / 1000 + READ_GRACE_SECONDS,
             socket_connect_timeout=5)
@@ -68,6 +67,14 @@ class ReadHub:
         else:
             await self._read_shared()
         return subscription
+
+    async def aclose(self) -> None:
+        """Stop reading and close the connections."""
+        for task in [self.task, *self.first_reads.values()]:
+            if task is not None:
+                task.cancel()
+        for client in (self.client, self.reader, self.first_reader):
+            await client.aclose(close_connection_pool=True)
 
     async def _read_shared(self) -> None:
         """Have the shared read take in the streams it skips now: start it, or wake it
@@ -143,7 +150,8 @@ class ReadHub:
                     streams[key] = "0-0" if lowest < 0 else f"1-{lowest}"
                 self.reading, self.woken = True, False
                 try:
-                    reply = await self.reader.xread(streams, block=READ_BLOCK_MS)
+                    async with asyncio.timeout(READ_BLOCK_MS / 1000 + READ_GRACE_SECONDS):
+                        reply = await self.reader.xread(streams, block=READ_BLOCK_MS)
                 finally:
                     self.reading = False
                 delivered = 0  # streams that had entries

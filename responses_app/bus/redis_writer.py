@@ -12,11 +12,12 @@ import logging
 from redis.exceptions import ResponseError
 
 from .entries import Entry, StreamFenced
-from .redis_codec import async_client, encode, entry_id_of, stream_key
+from .redis_codec import encode, entry_id_of, one_connection_client, stream_key
 
 log = logging.getLogger(__name__)
 
 REFUSED_ID = "equal or smaller than the target stream top item"  # XADD's error for that
+FLUSH_TIMEOUT_SECONDS = 10.0  # a flush not answered by then failed (Redis unreachable)
 
 # One flush of a process's pending entries: for each stream (KEYS[i]), ARGV holds its
 # entry id, the TTL to set in ms (0: leave it), its number of fields, then the fields.
@@ -72,7 +73,7 @@ class StreamWriter:
 
     def __init__(self, bus):
         self.bus = bus
-        self.client = async_client(bus.url)
+        self.client = one_connection_client(bus.url)  # one flush in flight at a time
         self.append_script = self.client.register_script(APPEND_SCRIPT)
         self.pending: dict[str, Entry] = {}
         self.waiting: list[tuple[str, asyncio.Future]] = []  # urgent writers, by stream
@@ -99,6 +100,11 @@ class StreamWriter:
         await sent  # raises what stopped the flush that carried this entry
         if key in self.fenced:
             raise StreamFenced(key)
+
+    async def aclose(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        await self.client.aclose(close_connection_pool=True)
 
     def _flush_due(self) -> None:
         if self.timer is not None:
@@ -148,7 +154,8 @@ class StreamWriter:
                 args += (name, value)
         failures = {}
         try:
-            results = await self.append_script(keys=keys, args=args)
+            async with asyncio.timeout(FLUSH_TIMEOUT_SECONDS):
+                results = await self.append_script(keys=keys, args=args)
         except Exception as exc:  # Redis unreachable: every run in the batch must know
             log.warning("event stream flush failed: %s", exc)
             failures = dict.fromkeys(batch, exc)

@@ -188,14 +188,12 @@ class Streaming:
             await self._first_delta_out(events, first)
 
     async def _first_delta_out(self, events: list, first: int) -> None:
-        """The first delta goes in a flush of its own (its client waits for it), started
-        now; the rest of its batch in the next flush. The run waits for neither: it goes on
-        to its next read, or to storing the result, and the flush is written to Redis as
-        soon as the run waits for those. (Waiting for the first flush to be acknowledged
-        instead brings the first delta sooner but the end later: the run idles for the
-        round trip.)"""
+        """The first delta goes in a flush of its own (its client waits for it), written to
+        Redis before the run goes on; the rest of its batch in the next flush. The run
+        waits for neither acknowledgement (waiting for the first, it would idle for the
+        round trip, and its end would come later)."""
         await self.emit(events[:first + 1], urgent=False, soon=True)
-        await asyncio.sleep(0)  # the flusher takes it alone
+        await asyncio.sleep(0)  # the flusher takes it alone, and writes it (redis_codec)
         await self.emit(events[first + 1:], urgent=False, soon=True)
 
 
