@@ -2,7 +2,6 @@
 outlived its failure (a worker cut off by a partition, back later), can no longer write,
 however far its sequence numbers got meanwhile; and the end waits for nothing the
 watchdog did not read."""
-import asyncio
 import os
 
 import pytest

@@ -1,6 +1,5 @@
 """Reading a response's whole event log back (the admin's event view), on real Redis and on
 the in-process bus: entries in order with the time they were stored, and the time left."""
-import asyncio
 import os
 
 import pytest

@@ -226,7 +226,7 @@ def _finishes(chunk: dict) -> bool:
     return any(choice.get("finish_reason") for choice in chunk.get("choices") or ())
 
 
-def _decode(payload: bytes, nul: bool = True) -> dict:
+def _decode(payload: bytes, nul: bool) -> dict:
     """A chunk's JSON; its NUL characters replaced when `nul` (its read may hold one)."""
     try:
         chunk = orjson.loads(payload)
