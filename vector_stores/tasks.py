@@ -1,0 +1,45 @@
+"""Celery tasks of the vector stores: ingesting one store file (by its id only).
+
+Database and storage errors give the claim back and retry with backoff (INGEST_RETRIES
+times), then fail the file with `server_error`; what the file itself or the embedding
+upstream gets wrong fails it at once (ingestion.py)."""
+import logging
+
+from celery import shared_task
+from django.db import DatabaseError
+
+from .ingestion import fail, ingest
+
+log = logging.getLogger(__name__)
+
+INGEST_TASK = "vector_stores.ingest_file"
+INGEST_RETRIES = 3
+RETRIED = (DatabaseError, OSError)
+
+
+@shared_task(name=INGEST_TASK, bind=True, ignore_result=True, max_retries=INGEST_RETRIES,
+             acks_late=True)
+def ingest_file(self, store_file_id: int) -> str:
+    try:
+        return ingest(store_file_id)
+    except RETRIED as exc:
+        if self.request.retries >= INGEST_RETRIES:
+            log.exception("ingestion of vector store file %s gave up", store_file_id)
+            return fail(store_file_id, "server_error", f"Ingestion failed: {type(exc).__name__}")
+        raise self.retry(exc=exc, countdown=2 ** self.request.retries)
+
+
+def ingest_in_process(store_file_id: int) -> str:
+    """The embedded mode's run of the same task: the same retries, on this thread."""
+    import time
+
+    for attempt in range(INGEST_RETRIES + 1):
+        try:
+            return ingest(store_file_id)
+        except RETRIED as exc:
+            if attempt == INGEST_RETRIES:
+                log.exception("ingestion of vector store file %s gave up", store_file_id)
+                return fail(store_file_id, "server_error",
+                            f"Ingestion failed: {type(exc).__name__}")
+            time.sleep(2 ** attempt)
+    return "failed"
