@@ -1,6 +1,7 @@
 """The /v1/files endpoints (DRF). Thin: check the size, call a service or selector, render."""
 from django.conf import settings
 from django.http import FileResponse
+from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -39,7 +40,20 @@ class FileDetail(APIView):
         return Response(services.file_delete(request.user.tenant, file_id))
 
 
+class AnyAccept(BaseContentNegotiation):
+    """The bytes are the answer whatever Accept says (the SDK sends application/binary);
+    errors are still JSON."""
+
+    def select_parser(self, request, parsers):
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
 class FileContent(APIView):
+    content_negotiation_class = AnyAccept
+
     def get(self, request, file_id):
         row = selectors.file_row(request.user.tenant, file_id)
         return FileResponse(file_storage().open(row.storage_name, "rb"),

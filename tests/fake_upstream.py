@@ -290,13 +290,13 @@ class FakeUpstreamApp:
 
 
 def fake_embedding(text: str, dimensions: int = FAKE_EMBEDDING_DIMENSIONS) -> list[float]:
-    """A hashed bag of words: each lower-cased word adds 1 to the coordinate its BLAKE2
-    hash names; L2-normalized (all zeros for a text without words). Texts sharing words
+    """A hashed bag of words: each lower-cased word adds 1 to the coordinate its SHA-256
+    names (no two words of tests/stores_corpus.py share one); L2-normalized (all zeros for a text without words). Texts sharing words
     are close in cosine distance, so rankings on a fixed corpus are exact and meaningful."""
     vector = [0.0] * dimensions
     for word in re.findall(r"\w+", text.lower()):
-        digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
-        vector[int.from_bytes(digest, "big") % dimensions] += 1.0
+        digest = hashlib.sha256(word.encode()).digest()
+        vector[int.from_bytes(digest[:8], "big") % dimensions] += 1.0
     norm = math.sqrt(sum(value * value for value in vector))
     return [value / norm for value in vector] if norm else vector
 

@@ -3,10 +3,11 @@ with the fake upstream's deterministic embeddings (a hashed bag of words), on a 
 corpus. Exact rankings, exact filters, tenancy, bad input, and a failing file alone."""
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
 
 from files.services import file_create
 from responses_app.models import Tenant
-from tests.fake_upstream import FAKE_EMBEDDING_FAILURE
+from tests.fake_upstream import FAKE_EMBEDDING_FAILURE, fake_embedding
 from tests.stores_corpus import CORPUS
 from upstreams.routing import forget_routes
 from vector_stores import services
@@ -71,17 +72,43 @@ def test_every_file_of_the_corpus_is_ingested_into_one_chunk(alice):
     assert [row.usage_bytes for row in rows] == [len(text.encode()) for text in texts]
 
 
+EVERY_FILE = "brown fox pgvector butter search"  # a word of each file (foxes.md: stemmed)
+
+
 def test_hybrid_search_ranks_the_corpus_exactly(alice):
     store_id = ingested_store(alice)
     results = search_stores(alice.id, [store_id], "brown butter", max_num_results=3)
-    assert names(results) == ["sauce.json", "fox.txt", "foxes.md"]
-    assert [result.score for result in results] == [1.0, 0.983871, 0.484127]  # 61/62, 61/126
+    # first in both rankings, then second in both; no other file shares a word
+    assert [(r.filename, r.score) for r in results] == [("sauce.json", 1.0),
+                                                        ("fox.txt", 0.983871)]  # 61/62
     assert results[0].attributes == {"kind": "food", "year": 2021}
     assert results[0].content == [{"type": "text", "text": CORPUS[3][1].decode()}]
-    assert names(search_stores(alice.id, [store_id], "foxes hunting at night")) == [
-        "foxes.md", "fox.txt", "pgvector.html", "sauce.json", "search.pdf"]
+    # by vector: sauce, fox, pgvector, search, foxes; by text: sauce, fox, foxes, pgvector,
+    # search: foxes.md passes search.pdf on its full-text rank
+    assert [(r.filename, r.score) for r in search_stores(alice.id, [store_id], EVERY_FILE)] == [
+        ("sauce.json", 1.0), ("fox.txt", 0.983871), ("pgvector.html", 0.960689),
+        ("foxes.md", 0.953358), ("search.pdf", 0.945793)]
+    # full text alone finds fox.txt (the stem "fox"), the vectors do not ("foxes" != "fox")
+    assert [(r.filename, r.score) for r in search_stores(
+        alice.id, [store_id], "foxes hunting at night")] == [("foxes.md", 1.0),
+                                                              ("fox.txt", 0.491935)]
     assert names(search_stores(alice.id, [store_id], "pgvector stores vectors",
                                max_num_results=2)) == ["pgvector.html", "search.pdf"]
+
+
+def test_the_vector_ranking_runs_on_the_hnsw_index(alice):
+    store_id = ingested_store(alice)
+    with connection.cursor() as cursor:  # a tiny table is sorted, not searched, unless
+        cursor.execute("SET LOCAL enable_sort = off")  # sorting costs too much
+    from pgvector.django import CosineDistance
+    query = (Chunk.objects.filter(store_id=store_id)
+             .annotate(distance=CosineDistance("embedding", fake_embedding("brown butter")))
+             .order_by("distance").values_list("id")[:40])
+    assert "Index Scan using vector_store_chunks_hnsw" in query.explain()
+    results = search_stores(alice.id, [store_id], "brown butter",
+                            ranking_options={"ranker": "none"})
+    assert [(r.filename, r.score) for r in results] == [("sauce.json", 0.755929),
+                                                        ("fox.txt", 0.213201)]
 
 
 def test_ranker_none_scores_by_cosine_similarity_and_the_threshold_cuts(alice):
@@ -99,7 +126,7 @@ def test_ranker_none_scores_by_cosine_similarity_and_the_threshold_cuts(alice):
     ({"type": "eq", "key": "kind", "value": "animal"}, ["fox.txt", "foxes.md"]),
     ({"type": "ne", "key": "kind", "value": "animal"},
      ["sauce.json", "pgvector.html", "search.pdf"]),
-    ({"type": "gte", "key": "year", "value": 2023}, ["foxes.md", "pgvector.html", "search.pdf"]),
+    ({"type": "gte", "key": "year", "value": 2023}, ["pgvector.html", "foxes.md", "search.pdf"]),
     ({"type": "lt", "key": "year", "value": 2021.5}, ["sauce.json", "fox.txt"]),
     ({"type": "in", "key": "kind", "value": ["food", "database"]},
      ["sauce.json", "pgvector.html", "search.pdf"]),
@@ -117,8 +144,7 @@ def test_ranker_none_scores_by_cosine_similarity_and_the_threshold_cuts(alice):
 ])
 def test_attribute_filters(alice, filters, expected):
     store_id = ingested_store(alice)
-    assert names(search_stores(alice.id, [store_id], "brown butter", filters=filters)) \
-        == expected
+    assert names(search_stores(alice.id, [store_id], EVERY_FILE, filters=filters)) == expected
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -5,6 +5,8 @@ Two rankings of the chunks of the named stores that pass the attribute `filters`
   `hnsw.ef_search` raised to the candidates wanted so filtered searches still find enough);
 - by Postgres full-text search (`english` configuration, any of the query's words,
   `ts_rank`).
+(A chunk whose embedding is orthogonal to the query's or further, distance >= 1, is not
+in the vector ranking: it shares nothing with the query.)
 They are fused by reciprocal rank (RRF, k=60): a chunk's score is the sum of 1/(60 + rank)
 over the rankings it is in, divided by the best possible sum (2/61), so 1.0 means first in
 both. `ranking_options.ranker`: `auto` or `default-2024-11-15` is that hybrid; `none` is the
@@ -37,6 +39,7 @@ RANKERS = ("auto", "default-2024-11-15", "none")
 MAX_RESULTS = 50
 MIN_CANDIDATES = 40
 ACTIVE_RESOLUTION = timedelta(minutes=1)  # last_active_at is written at most this often
+MAX_DISTANCE = 1.0  # a chunk no closer than orthogonal shares nothing with the query
 WORD = re.compile(r"\w+")
 
 
@@ -124,6 +127,7 @@ def _vector_ranking(chunks, vector: list[float], candidates: int) -> list[tuple[
         with connection.cursor() as cursor:  # SET LOCAL: this transaction only
             cursor.execute(f"SET LOCAL hnsw.ef_search = {min(1000, 2 * candidates)}")
         rows = (chunks.annotate(distance=CosineDistance("embedding", vector))
+                .filter(distance__lt=MAX_DISTANCE)
                 .order_by("distance", "id").values_list("id", "distance")[:candidates])
         return list(rows)
 
