@@ -292,5 +292,8 @@ EMBEDDING_BATCH_SIZE = env.int("EMBEDDING_BATCH_SIZE", default=64)
 # An ingestion task's claim on a file; older, another task may take the file over.
 INGESTION_CLAIM_SECONDS = env.int("INGESTION_CLAIM_SECONDS", default=900)
 EMBEDDED_INGESTION_THREADS = env.int("EMBEDDED_INGESTION_THREADS", default=2)
+CELERY_BEAT_SCHEDULE["requeue-stalled-ingestion"] = {
+    "task": "vector_stores.requeue_stalled_ingestion", "schedule": 60.0,
+    "options": {"expires": 60.0}}
 
 CSRF_FAILURE_VIEW = "responses_app.api.views.csrf_failure"

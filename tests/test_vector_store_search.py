@@ -207,3 +207,23 @@ def test_a_second_ingestion_of_a_file_is_skipped(alice):
     row = VectorStoreFile.objects.get(store_id=store_id)
     assert ingest(row.pk) == "skipped"
     assert Chunk.objects.filter(store_id=store_id).count() == 1
+
+
+def test_a_lapsed_claim_is_taken_over_and_a_stalled_file_found(alice, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from vector_stores.ingestion import claim, stalled_files
+
+    store_id = services.store_create(alice, {})["id"]
+    file_id = upload(alice, "late.txt", b"late words")
+    services.store_file_create(alice, store_id, {"file_id": file_id})
+    row = VectorStoreFile.objects.get(store_id=store_id)
+    assert (claim(row.pk), claim(row.pk)) == (True, False)
+    assert stalled_files() == []
+    lapsed = timezone.now() - timedelta(seconds=settings.INGESTION_CLAIM_SECONDS + 1)
+    VectorStoreFile.objects.filter(pk=row.pk).update(claimed_at=lapsed)
+    assert stalled_files() == [row.pk]
+    assert ingest(row.pk) == "completed"
+    assert stalled_files() == []

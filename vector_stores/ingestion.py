@@ -36,6 +36,15 @@ def claim(store_file_id: int) -> bool:
     ).update(claimed_at=now, attempts=F("attempts") + 1) == 1
 
 
+def stalled_files() -> list[int]:
+    """Files in progress whose claim lapsed, or that no task claimed within the claim time
+    (a message lost with its worker): `celery beat` sends their tasks again."""
+    stale = timezone.now() - timedelta(seconds=settings.INGESTION_CLAIM_SECONDS)
+    return list(VectorStoreFile.objects.filter(
+        Q(claimed_at__lt=stale) | Q(claimed_at__isnull=True, created_at__lt=stale),
+        status="in_progress").values_list("pk", flat=True)[:1000])
+
+
 def release(store_file_id: int) -> None:
     """Give the claim back (the task will be retried)."""
     VectorStoreFile.objects.filter(pk=store_file_id, status="in_progress").update(claimed_at=None)
