@@ -289,6 +289,9 @@ STORAGES = {
 EMBEDDING_MODEL = env.str("EMBEDDING_MODEL", default="text-embedding-3-small")
 EMBEDDING_DIMENSIONS = env.int("EMBEDDING_DIMENSIONS", default=1536)
 EMBEDDING_BATCH_SIZE = env.int("EMBEDDING_BATCH_SIZE", default=64)
+# Ask the model for EMBEDDING_DIMENSIONS (`dimensions`: OpenAI's text-embedding-3 models
+# shorten their vectors; servers whose models cannot refuse the field).
+EMBEDDING_REQUEST_DIMENSIONS = env.bool("EMBEDDING_REQUEST_DIMENSIONS", default=False)
 # An ingestion task's claim on a file; older, another task may take the file over.
 INGESTION_CLAIM_SECONDS = env.int("INGESTION_CLAIM_SECONDS", default=900)
 EMBEDDED_INGESTION_THREADS = env.int("EMBEDDED_INGESTION_THREADS", default=2)

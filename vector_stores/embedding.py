@@ -6,6 +6,7 @@ Failures before an answer (connection errors, 429/502/503/504) are retried like 
 calls (UPSTREAM_MAX_RETRIES, short backoff); then, or on any other error answer, the call
 raises EmbeddingFailed saying what the upstream said.
 """
+import threading
 import time
 
 import httpx
@@ -46,8 +47,23 @@ def post_embeddings(route: Route, body: dict, client: httpx.Client) -> httpx.Res
         time.sleep(BACKOFF_SECONDS * 2 ** (attempt - 1))
 
 
+_clients: dict[tuple, httpx.Client] = {}
+_clients_lock = threading.Lock()
+
+
 def client_for(route: Route) -> httpx.Client:
-    return httpx.Client(timeout=httpx.Timeout(route.idle_timeout, connect=route.connect_timeout))
+    """The process's client for the route's server and timeouts (thread-safe, keeps its
+    connections): a new httpx.Client loads the CA bundle, 65 ms of a 140 ms search
+    (cProfile, 2026-11-27, 5,000 chunks, loaded machine), and connects anew."""
+    key = (route.base_url, route.idle_timeout, route.connect_timeout)
+    client = _clients.get(key)
+    if client is None:
+        with _clients_lock:
+            client = _clients.get(key)
+            if client is None:
+                client = _clients[key] = httpx.Client(timeout=httpx.Timeout(
+                    route.idle_timeout, connect=route.connect_timeout))
+    return client
 
 
 def embed_texts(texts: list[str], model: str | None = None) -> list[list[float]]:
@@ -55,11 +71,14 @@ def embed_texts(texts: list[str], model: str | None = None) -> list[list[float]]
     model = model or settings.EMBEDDING_MODEL
     route = embedding_route(model)
     vectors: list[list[float]] = []
-    with client_for(route) as client:
-        for start in range(0, len(texts), settings.EMBEDDING_BATCH_SIZE):
-            batch = texts[start:start + settings.EMBEDDING_BATCH_SIZE]
-            reply = post_embeddings(route, {"model": model, "input": batch}, client)
-            vectors.extend(_vectors_of(reply, len(batch), route))
+    client = client_for(route)
+    for start in range(0, len(texts), settings.EMBEDDING_BATCH_SIZE):
+        batch = texts[start:start + settings.EMBEDDING_BATCH_SIZE]
+        body = {"model": model, "input": batch}
+        if settings.EMBEDDING_REQUEST_DIMENSIONS:
+            body["dimensions"] = settings.EMBEDDING_DIMENSIONS
+        reply = post_embeddings(route, body, client)
+        vectors.extend(_vectors_of(reply, len(batch), route))
     return vectors
 
 

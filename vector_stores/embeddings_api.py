@@ -62,8 +62,7 @@ def embeddings_create(tenant_id: int, data) -> dict:
     body = check_request(data)
     route = embedding_route(body["model"])
     try:
-        with client_for(route) as client:
-            reply = post_embeddings(route, body, client)
+        reply = post_embeddings(route, body, client_for(route))
     except EmbeddingFailed as exc:
         raise UpstreamFailed(str(exc))
     if reply.status_code != 200:
