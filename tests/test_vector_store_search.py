@@ -13,7 +13,8 @@ from upstreams.routing import forget_routes
 from vector_stores import services
 from vector_stores.ingestion import ingest
 from vector_stores.models import Chunk, VectorStoreFile
-from vector_stores.search import (InvalidSearchRequest, VectorStoreNotFound, search_stores)
+from vector_stores.search import (InvalidSearchRequest, VectorStoreNotFound, check_search,
+                                   search_stores)
 
 pytestmark = pytest.mark.django_db
 
@@ -173,10 +174,15 @@ def test_a_search_of_the_wrong_shape_is_refused_before_anything_runs(alice, upst
     assert upstream.requests() == []
 
 
-def test_another_tenants_store_is_not_found(alice):
+def test_another_tenants_store_is_not_found(alice, upstream):
     store_id = ingested_store(alice)
     bob = Tenant.objects.create(name="bob")
     own = services.store_create(bob, {})["id"]
+    upstream.clear()
+    with pytest.raises(VectorStoreNotFound) as caught:  # checked alone, before any call
+        check_search(bob.id, [own, store_id], filters={"type": "eq", "key": "k", "value": 1})
+    assert (caught.value.store_id, upstream.requests()) == (store_id, [])
+    check_search(bob.id, [own], max_num_results=50)
     with pytest.raises(VectorStoreNotFound) as caught:
         search_stores(bob.id, [own, store_id], "fox")
     assert caught.value.store_id == store_id

@@ -32,7 +32,7 @@ from .filters import InvalidSearchRequest, filter_q
 from .models import Chunk, VectorStore
 
 __all__ = ["SearchResult", "VectorStoreNotFound", "InvalidSearchRequest", "EmbeddingFailed",
-           "search_stores"]
+           "check_search", "search_stores"]
 
 RRF_K = 60
 RANKERS = ("auto", "default-2024-11-15", "none")
@@ -60,18 +60,22 @@ class VectorStoreNotFound(Exception):
         self.store_id = store_id
 
 
+def check_search(tenant_id: int, vector_store_ids: list[str], *, max_num_results: int = 10,
+                 filters: dict | None = None, ranking_options: dict | None = None) -> None:
+    """What search_stores checks before it calls anything, on its own (e.g. when a request
+    naming a file_search tool is admitted): InvalidSearchRequest or VectorStoreNotFound."""
+    _checked(tenant_id, vector_store_ids, max_num_results, filters, ranking_options)
+
+
 def search_stores(tenant_id: int, vector_store_ids: list[str], query: str, *,
                   max_num_results: int = 10, filters: dict | None = None,
                   ranking_options: dict | None = None) -> list[SearchResult]:
     """The best chunks of the tenant's stores for `query`, best first."""
-    if type(max_num_results) is not int or not 1 <= max_num_results <= MAX_RESULTS:
-        raise InvalidSearchRequest(f"'max_num_results' must be an integer from 1 to "
-                                   f"{MAX_RESULTS}.")
-    ranker, threshold = _ranking(ranking_options)
     if not isinstance(query, str) or not query.strip():
         raise InvalidSearchRequest("'query' must be a non-empty string.")
-    where = filter_q(filters) if filters is not None else None
-    store_ids = _tenant_stores(tenant_id, vector_store_ids)
+    ranker, threshold, where = _checked(tenant_id, vector_store_ids, max_num_results, filters,
+                                        ranking_options)
+    store_ids = _touched(list(dict.fromkeys(vector_store_ids)))
     [vector] = embed_texts([query])
     chunks = Chunk.objects.filter(store_id__in=store_ids)
     if where is not None:
@@ -86,6 +90,16 @@ def search_stores(tenant_id: int, vector_store_ids: list[str], query: str, *,
     ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
     ranked = [(chunk_id, score) for chunk_id, score in ranked if score >= threshold]
     return _results(ranked[:max_num_results])
+
+
+def _checked(tenant_id, vector_store_ids, max_num_results, filters, ranking_options):
+    if type(max_num_results) is not int or not 1 <= max_num_results <= MAX_RESULTS:
+        raise InvalidSearchRequest(f"'max_num_results' must be an integer from 1 to "
+                                   f"{MAX_RESULTS}.")
+    ranker, threshold = _ranking(ranking_options)
+    where = filter_q(filters) if filters is not None else None
+    _tenant_stores(tenant_id, vector_store_ids)
+    return ranker, threshold, where
 
 
 def _ranking(options) -> tuple[str, float]:
@@ -106,7 +120,7 @@ def _ranking(options) -> tuple[str, float]:
     return ranker, float(threshold)
 
 
-def _tenant_stores(tenant_id: int, store_ids) -> list[str]:
+def _tenant_stores(tenant_id: int, store_ids) -> None:
     if not isinstance(store_ids, list) or not store_ids \
             or not all(isinstance(store_id, str) for store_id in store_ids):
         raise InvalidSearchRequest("'vector_store_ids' must be a non-empty array of ids.")
@@ -116,10 +130,14 @@ def _tenant_stores(tenant_id: int, store_ids) -> list[str]:
     for store_id in wanted:
         if store_id not in found:
             raise VectorStoreNotFound(store_id)
+
+
+def _touched(store_ids: list[str]) -> list[str]:
+    """The stores, their last_active_at now (written at most once a minute)."""
     now = timezone.now()
-    VectorStore.objects.filter(id__in=wanted, last_active_at__lt=now - ACTIVE_RESOLUTION) \
+    VectorStore.objects.filter(id__in=store_ids, last_active_at__lt=now - ACTIVE_RESOLUTION) \
         .update(last_active_at=now)
-    return wanted
+    return store_ids
 
 
 def _vector_ranking(chunks, vector: list[float], candidates: int) -> list[tuple[int, float]]:
