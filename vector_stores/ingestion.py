@@ -13,7 +13,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.contrib.postgres.search import SearchVector
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, Value
 from django.utils import timezone
 
 from files.storage import read_bytes
@@ -86,13 +86,14 @@ def _store(row: VectorStoreFile, pieces, vectors) -> str:
         if locked is None:  # cancelled or detached meanwhile
             return "gone"
         Chunk.objects.filter(store_file=locked).delete()
+        # the full-text vector in the INSERT: an UPDATE after it would write each row
+        # again, and index its embedding in the HNSW graph a second time
         Chunk.objects.bulk_create(
             [Chunk(store_id=row.store_id, store_file=locked, position=position,
-                   text=piece.text, tokens=piece.tokens, embedding=vector)
+                   text=piece.text, tokens=piece.tokens, embedding=vector,
+                   tsv=SearchVector(Value(piece.text), config="english"))
              for position, (piece, vector) in enumerate(zip(pieces, vectors))],
             batch_size=500)
-        Chunk.objects.filter(store_file=locked).update(
-            tsv=SearchVector("text", config="english"))
         locked.status = "completed"
         locked.usage_bytes = sum(len(piece.text.encode()) for piece in pieces)
         locked.claimed_at = None
