@@ -47,7 +47,7 @@ def file_create(tenant: Tenant, upload, data) -> dict:
                              code="invalid_value")
     now = timezone.now()
     expires_at = _expires_at(data, now)
-    file_id = new_id("file")
+    file_id = "file-" + new_id("x")[2:]  # OpenAI's shape: `file-` and the random part
     storage_name = file_storage().save(f"{tenant.id}/{file_id}", upload)
     try:
         row = StoredFile.objects.create(
