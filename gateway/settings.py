@@ -295,6 +295,9 @@ EMBEDDING_REQUEST_DIMENSIONS = env.bool("EMBEDDING_REQUEST_DIMENSIONS", default=
 # An ingestion task's claim on a file; older, another task may take the file over.
 INGESTION_CLAIM_SECONDS = env.int("INGESTION_CLAIM_SECONDS", default=900)
 EMBEDDED_INGESTION_THREADS = env.int("EMBEDDED_INGESTION_THREADS", default=2)
+# Stores of at most this many chunks (together) are searched exactly, larger ones by the
+# HNSW index (vector_stores/search.py).
+VECTOR_SEARCH_EXACT_MAX_CHUNKS = env.int("VECTOR_SEARCH_EXACT_MAX_CHUNKS", default=10_000)
 CELERY_BEAT_SCHEDULE["requeue-stalled-ingestion"] = {
     "task": "vector_stores.requeue_stalled_ingestion", "schedule": 60.0,
     "options": {"expires": 60.0}}

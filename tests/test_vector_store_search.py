@@ -97,14 +97,15 @@ def test_hybrid_search_ranks_the_corpus_exactly(alice):
                                max_num_results=2)) == ["pgvector.html", "search.pdf"]
 
 
-def test_the_vector_ranking_runs_on_the_hnsw_index(alice):
+def test_the_vector_ranking_runs_on_the_hnsw_index(alice, settings):
     store_id = ingested_store(alice)
+    settings.VECTOR_SEARCH_EXACT_MAX_CHUNKS = 0  # the index's path even for five chunks
     with connection.cursor() as cursor:  # a tiny table is sorted, not searched, unless
         cursor.execute("SET LOCAL enable_sort = off")  # sorting costs too much
     from pgvector.django import CosineDistance
-    query = (Chunk.objects.filter(store_id=store_id)
+    query = (Chunk.objects  # the index's query of ranking._by_index
              .annotate(distance=CosineDistance("embedding", fake_embedding("brown butter")))
-             .order_by("distance").values_list("id")[:40])
+             .order_by("distance").values_list("id", "distance", "store_file_id")[:60])
     assert "Index Scan using vector_store_chunks_hnsw" in query.explain()
     results = search_stores(alice.id, [store_id], "brown butter",
                             ranking_options={"ranker": "none"})

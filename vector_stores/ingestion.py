@@ -96,6 +96,7 @@ def _store(row: VectorStoreFile, pieces, vectors) -> str:
             batch_size=500)
         locked.status = "completed"
         locked.usage_bytes = sum(len(piece.text.encode()) for piece in pieces)
+        locked.chunk_count = len(pieces)
         locked.claimed_at = None
-        locked.save(update_fields=["status", "usage_bytes", "claimed_at"])
+        locked.save(update_fields=["status", "usage_bytes", "chunk_count", "claimed_at"])
     return "completed"

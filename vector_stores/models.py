@@ -69,6 +69,7 @@ class VectorStoreFile(models.Model):
     attributes = models.JSONField(default=dict, blank=True)
     chunking_strategy = models.JSONField(default=dict)
     usage_bytes = models.BigIntegerField(default=0)
+    chunk_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField()
     claimed_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)

@@ -1,12 +1,12 @@
 """Searching a tenant's vector stores: hybrid ranking of chunks on the real indexes.
 
-Two rankings of the chunks of the named stores that pass the attribute `filters`:
-- by the cosine distance of their embedding to the query's (pgvector, HNSW index; its
-  `hnsw.ef_search` raised to the candidates wanted so filtered searches still find enough);
+Two rankings (ranking.py) of the chunks of the named stores' files that pass the
+attribute `filters`:
+- by the cosine distance of their embedding to the query's (pgvector: the HNSW index for
+  large stores, an exact scan for small ones or selective filters); a chunk orthogonal to
+  the query or further (distance >= 1) shares nothing with it and is left out;
 - by Postgres full-text search (`english` configuration, any of the query's words,
   `ts_rank`).
-(A chunk whose embedding is orthogonal to the query's or further, distance >= 1, is not
-in the vector ranking: it shares nothing with the query.)
 They are fused by reciprocal rank (RRF, k=60): a chunk's score is the sum of 1/(60 + rank)
 over the rankings it is in, divided by the best possible sum (2/61), so 1.0 means first in
 both. `ranking_options.ranker`: `auto` or `default-2024-11-15` is that hybrid; `none` is the
@@ -17,30 +17,24 @@ Sync (ORM, and one sync HTTP call to embed the query): the worker calls it in a 
 The stores are the tenant's or VectorStoreNotFound; bad parameters raise
 InvalidSearchRequest; an embedding upstream failure raises EmbeddingFailed.
 """
-import re
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.contrib.postgres.search import SearchQuery, SearchRank
-from django.db import connection, transaction
-from django.db.models import F
 from django.utils import timezone
-from pgvector.django import CosineDistance
 
 from .embedding import EmbeddingFailed, embed_texts
 from .filters import InvalidSearchRequest, filter_q
 from .models import Chunk, VectorStore
+from .ranking import fused, searched_files, text_ranking, vector_ranking
 
 __all__ = ["SearchResult", "VectorStoreNotFound", "InvalidSearchRequest", "EmbeddingFailed",
            "check_search", "search_stores"]
 
-RRF_K = 60
 RANKERS = ("auto", "default-2024-11-15", "none")
 MAX_RESULTS = 50
 MIN_CANDIDATES = 40
+FILE_ATTRIBUTES = "attributes"  # filters apply to the store files (ranking.searched_files)
 ACTIVE_RESOLUTION = timedelta(minutes=1)  # last_active_at is written at most this often
-MAX_DISTANCE = 1.0  # a chunk no closer than orthogonal shares nothing with the query
-WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -77,16 +71,14 @@ def search_stores(tenant_id: int, vector_store_ids: list[str], query: str, *,
                                         ranking_options)
     store_ids = _touched(list(dict.fromkeys(vector_store_ids)))
     [vector] = embed_texts([query])
-    chunks = Chunk.objects.filter(store_id__in=store_ids)
-    if where is not None:
-        chunks = chunks.filter(where)
+    files = searched_files(store_ids, where)
     candidates = max(MIN_CANDIDATES, 4 * max_num_results)
-    by_vector = _vector_ranking(chunks, vector, candidates)
+    by_vector = vector_ranking(files, vector, candidates)
     if ranker == "none":
         scores = {chunk_id: max(0.0, min(1.0, 1.0 - distance)) for chunk_id, distance in by_vector}
     else:
-        scores = _fused([chunk_id for chunk_id, _ in by_vector],
-                        _text_ranking(chunks, query, candidates))
+        scores = fused([chunk_id for chunk_id, _ in by_vector],
+                       text_ranking(files, query, candidates))
     ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
     ranked = [(chunk_id, score) for chunk_id, score in ranked if score >= threshold]
     return _results(ranked[:max_num_results])
@@ -97,7 +89,7 @@ def _checked(tenant_id, vector_store_ids, max_num_results, filters, ranking_opti
         raise InvalidSearchRequest(f"'max_num_results' must be an integer from 1 to "
                                    f"{MAX_RESULTS}.")
     ranker, threshold = _ranking(ranking_options)
-    where = filter_q(filters) if filters is not None else None
+    where = filter_q(filters, FILE_ATTRIBUTES) if filters is not None else None
     _tenant_stores(tenant_id, vector_store_ids)
     return ranker, threshold, where
 
@@ -138,35 +130,6 @@ def _touched(store_ids: list[str]) -> list[str]:
     VectorStore.objects.filter(id__in=store_ids, last_active_at__lt=now - ACTIVE_RESOLUTION) \
         .update(last_active_at=now)
     return store_ids
-
-
-def _vector_ranking(chunks, vector: list[float], candidates: int) -> list[tuple[int, float]]:
-    with transaction.atomic():
-        with connection.cursor() as cursor:  # SET LOCAL: this transaction only
-            cursor.execute(f"SET LOCAL hnsw.ef_search = {min(1000, 2 * candidates)}")
-        rows = (chunks.annotate(distance=CosineDistance("embedding", vector))
-                .filter(distance__lt=MAX_DISTANCE)
-                .order_by("distance", "id").values_list("id", "distance")[:candidates])
-        return list(rows)
-
-
-def _text_ranking(chunks, query: str, candidates: int) -> list[int]:
-    words = WORD.findall(query.lower())
-    if not words:
-        return []
-    tsquery = SearchQuery(" | ".join(words), search_type="raw", config="english")
-    rows = (chunks.filter(tsv=tsquery).annotate(rank=SearchRank(F("tsv"), tsquery))
-            .order_by("-rank", "id").values_list("id", flat=True)[:candidates])
-    return list(rows)
-
-
-def _fused(*rankings: list[int]) -> dict[int, float]:
-    best = len(rankings) / (RRF_K + 1)
-    scores: dict[int, float] = {}
-    for ranking in rankings:
-        for rank, chunk_id in enumerate(ranking, start=1):
-            scores[chunk_id] = scores.get(chunk_id, 0.0) + 1.0 / (RRF_K + rank)
-    return {chunk_id: score / best for chunk_id, score in scores.items()}
 
 
 def _results(ranked: list[tuple[int, float]]) -> list[SearchResult]:
