@@ -3,6 +3,8 @@ stored half-way (no row, no bytes). Through Django's test client, on the real da
 import json
 
 import pytest
+from django.conf import settings
+from django.utils import timezone
 
 from files.models import StoredFile
 from responses_app.auth import mint_api_key
@@ -123,3 +125,29 @@ def test_embeddings_input_is_checked(client, auth):
     assert_error(post_json(client, "/v1/embeddings", {"model": "m", "input": "x",
                                                       "dimensions": 0}, auth),
                  400, "invalid_value", "dimensions")
+
+
+def test_the_admin_lists_files_stores_their_files_and_chunks(admin_client, auth, files_dir):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from files.services import file_create
+    from vector_stores.models import Chunk
+
+    tenant = Tenant.objects.get(name="a")
+    file_id = file_create(tenant, SimpleUploadedFile("notes.txt", b"words"),
+                          {"purpose": "assistants"})["id"]
+    store = VectorStore.objects.create(id="vs_admin", tenant=tenant, name="handbook",
+                                       created_at=timezone.now(), last_active_at=timezone.now())
+    row = VectorStoreFile.objects.create(store=store, file_id=file_id, status="failed",
+                                         last_error={"code": "invalid_file", "message": "bad"},
+                                         created_at=timezone.now())
+    Chunk.objects.create(store=store, store_file=row, position=0, text="chunk text here",
+                         tokens=3, embedding=[1.0] + [0.0] * (settings.EMBEDDING_DIMENSIONS - 1))
+    pages = {"files/storedfile": "notes.txt", "vector_stores/vectorstore": "handbook",
+             "vector_stores/vectorstorefile": "failed",
+             "vector_stores/chunk": "chunk text here"}
+    for model, text in pages.items():
+        response = admin_client.get(f"/admin/{model}/")
+        assert (response.status_code, text in response.content.decode()) == (200, True), model
+    detail = admin_client.get(f"/admin/vector_stores/vectorstore/{store.id}/change/")
+    assert (detail.status_code, "invalid_file" in detail.content.decode()) == (200, True)
