@@ -21,11 +21,12 @@ large store (48 ms for ~15,000 matches of 100,000 chunks, loaded machine).
 """
 import math
 import re
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection, transaction
-from django.db.models import F, Subquery
+from django.db.models import F, Q, Subquery
 from pgvector.django import CosineDistance
 
 from .models import Chunk, VectorStoreFile
@@ -37,34 +38,45 @@ MAX_DISTANCE = 1.0  # a chunk no closer than orthogonal shares nothing with the 
 WORD = re.compile(r"\w+")
 
 
-def searched_files(store_ids: list[str], where) -> dict[int, int]:
-    """The completed files of the stores passing the attribute filter: {pk: chunk count}."""
+@dataclass(frozen=True)
+class Scope:
+    """The files a search may return: {pk: chunk count}, and the Q naming their chunks
+    (by store when no filter narrowed them: an IN list of 1,000 file ids cost the text
+    ranking 1.39x its time, paired runs on 100,000 chunks)."""
+
+    files: dict[int, int]
+    chunks: Q
+
+
+def searched_files(store_ids: list[str], where) -> Scope:
+    """The completed files of the stores passing the attribute filter."""
     files = VectorStoreFile.objects.filter(store_id__in=store_ids, status="completed")
-    if where is not None:
-        files = files.filter(where)
-    return dict(files.values_list("pk", "chunk_count"))
+    if where is None:
+        return Scope(dict(files.values_list("pk", "chunk_count")), Q(store_id__in=store_ids))
+    found = dict(files.filter(where).values_list("pk", "chunk_count"))
+    return Scope(found, Q(store_file_id__in=list(found)))
 
 
-def vector_ranking(files: dict[int, int], vector: list[float],
+def vector_ranking(scope: Scope, vector: list[float],
                    candidates: int) -> list[tuple[int, float]]:
-    """The `candidates` chunks of `files` nearest the query's vector: (id, distance)."""
-    if not files:
+    """The `candidates` chunks of the scope nearest the query's vector: (id, distance)."""
+    if not scope.files:
         return []
-    chunks = sum(files.values())
+    chunks = sum(scope.files.values())
     if chunks > settings.VECTOR_SEARCH_EXACT_MAX_CHUNKS:
         wanted = math.ceil(1.5 * candidates * _table_rows() / chunks)
         if wanted <= HNSW_MAX_CANDIDATES:
-            nearest = _by_index(files, vector, candidates, wanted)
+            nearest = _by_index(scope.files, vector, candidates, wanted)
             if len(nearest) >= candidates:
                 return nearest
-    return _exact(files, vector, candidates)
+    return _exact(scope, vector, candidates)
 
 
-def _exact(files, vector, candidates) -> list[tuple[int, float]]:
+def _exact(scope, vector, candidates) -> list[tuple[int, float]]:
     with transaction.atomic():
         with connection.cursor() as cursor:  # not the HNSW index (it would filter after)
             cursor.execute("SET LOCAL enable_indexscan = off")
-        rows = (Chunk.objects.filter(store_file_id__in=list(files))
+        rows = (Chunk.objects.filter(scope.chunks)
                 .annotate(distance=CosineDistance("embedding", vector))
                 .order_by("distance", "id").values_list("id", "distance")[:candidates])
         return [(chunk_id, distance) for chunk_id, distance in rows if distance < MAX_DISTANCE]
@@ -91,24 +103,24 @@ def _table_rows() -> float:
     return max(1.0, row[0]) if row else 1.0
 
 
-def text_ranking(files: dict[int, int], query: str, candidates: int) -> list[int]:
-    """The `candidates` chunks of `files` best matching the query's words: those holding
-    all of them first, then those holding any."""
+def text_ranking(scope: Scope, query: str, candidates: int) -> list[int]:
+    """The `candidates` chunks of the scope best matching the query's words: those
+    holding all of them first, then those holding any."""
     words = WORD.findall(query.lower())
-    if not words or not files:
+    if not words or not scope.files:
         return []
-    ranked = _ranked_matches(files, " & ".join(words), candidates)
+    ranked = _ranked_matches(scope, " & ".join(words), candidates)
     if len(ranked) < candidates and len(words) > 1:
         seen = set(ranked)
-        ranked += [chunk_id for chunk_id in _ranked_matches(files, " | ".join(words),
+        ranked += [chunk_id for chunk_id in _ranked_matches(scope, " | ".join(words),
                                                             candidates)
                    if chunk_id not in seen][:candidates - len(ranked)]
     return ranked
 
 
-def _ranked_matches(files: dict[int, int], raw_query: str, candidates: int) -> list[int]:
+def _ranked_matches(scope: Scope, raw_query: str, candidates: int) -> list[int]:
     tsquery = SearchQuery(raw_query, search_type="raw", config="english")
-    matches = Chunk.objects.filter(store_file_id__in=list(files), tsv=tsquery) \
+    matches = Chunk.objects.filter(scope.chunks, tsv=tsquery) \
         .values("id")[:TEXT_MATCHES_RANKED]
     rows = (Chunk.objects.filter(id__in=Subquery(matches))
             .annotate(rank=SearchRank(F("tsv"), tsquery))

@@ -71,14 +71,14 @@ def search_stores(tenant_id: int, vector_store_ids: list[str], query: str, *,
                                         ranking_options)
     store_ids = _touched(list(dict.fromkeys(vector_store_ids)))
     [vector] = embed_texts([query])
-    files = searched_files(store_ids, where)
+    scope = searched_files(store_ids, where)
     candidates = max(MIN_CANDIDATES, 4 * max_num_results)
-    by_vector = vector_ranking(files, vector, candidates)
+    by_vector = vector_ranking(scope, vector, candidates)
     if ranker == "none":
         scores = {chunk_id: max(0.0, min(1.0, 1.0 - distance)) for chunk_id, distance in by_vector}
     else:
         scores = fused([chunk_id for chunk_id, _ in by_vector],
-                       text_ranking(files, query, candidates))
+                       text_ranking(scope, query, candidates))
     ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
     ranked = [(chunk_id, score) for chunk_id, score in ranked if score >= threshold]
     return _results(ranked[:max_num_results])
