@@ -183,3 +183,7 @@ def test_embeddings_for_tenants(alice, upstream):
     with pytest.raises(openai.BadRequestError) as caught:
         alice.embeddings.create(model="text-embedding-3-small", input=[])
     assert caught.value.body["param"] == "input"
+    usage = alice.get("/usage", cast_to=object)  # the tenant's daily usage: one request
+    results = [result for bucket in usage["data"] for result in bucket["results"]]
+    assert [(r["model"], r["num_model_requests"], r["input_tokens"]) for r in results] == [
+        ("text-embedding-3-small", 1, 3)]

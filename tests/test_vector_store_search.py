@@ -234,3 +234,35 @@ def test_a_lapsed_claim_is_taken_over_and_a_stalled_file_found(alice, settings):
     assert stalled_files() == [row.pk]
     assert ingest(row.pk) == "completed"
     assert stalled_files() == []
+
+
+def test_a_cancelled_batch_ingests_nothing(alice):
+    store_id = services.store_create(alice, {})["id"]
+    file_ids = [upload(alice, f"{n}.txt", b"some words") for n in range(2)]
+    batch = services.batch_create(alice, store_id, {"file_ids": file_ids})
+    assert (batch["status"], batch["file_counts"]["in_progress"]) == ("in_progress", 2)
+    cancelled = services.batch_cancel(alice, store_id, batch["id"])
+    assert (cancelled["status"], cancelled["file_counts"]["cancelled"]) == ("cancelled", 2)
+    rows = VectorStoreFile.objects.filter(store_id=store_id)
+    assert [ingest(row.pk) for row in rows] == ["skipped", "skipped"]
+    assert Chunk.objects.filter(store_id=store_id).count() == 0
+
+
+def test_a_store_expires_after_its_days_without_a_search(alice):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from vector_stores.models import VectorStore
+    from vector_stores.selectors import store_get
+
+    store_id = services.store_create(alice, {"expires_after": {"anchor": "last_active_at",
+                                                                "days": 2}})["id"]
+    VectorStore.objects.filter(id=store_id).update(
+        last_active_at=timezone.now() - timedelta(days=2, seconds=1))
+    store = store_get(alice, store_id)
+    assert (store["status"], store["expires_after"]) == (
+        "expired", {"anchor": "last_active_at", "days": 2})
+    renamed = services.store_update(alice, store_id, {"name": "kept", "expires_after": None})
+    assert (renamed["name"], renamed["status"], renamed["expires_at"]) == ("kept", "completed",
+                                                                           None)
