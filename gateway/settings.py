@@ -24,7 +24,7 @@ ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[:
 
 INSTALLED_APPS = [
     "daphne",
-    "django.contrib.admin",
+    "dashboard.apps.GatewayAdminConfig",  # django.contrib.admin, its index the dashboard
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "upstreams",
     "client_checks",
     "api_schema",
+    "dashboard",
 ]
 
 MIDDLEWARE = [
@@ -245,6 +246,13 @@ CELERY_BEAT_SCHEDULE = {
         "task": "responses_app.prune_responses",
         "schedule": RETENTION_PRUNE_INTERVAL_SECONDS,
         "options": {"expires": RETENTION_PRUNE_INTERVAL_SECONDS},
+    },
+    # The dashboard's daily rollups (dashboard/rollup.py): a day is written once, an hour
+    # after it ended; a run finds nothing to do the other 23 times.
+    "dashboard-rollup": {
+        "task": "dashboard.roll_up_days",
+        "schedule": 3600,
+        "options": {"expires": 3600},
     },
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

@@ -1,0 +1,110 @@
+"""The dashboard in a real browser: headless Chromium against the production deployment
+(Daphne, Celery, Postgres, Redis) after a known set of responses — completed and failed,
+two tenants, two models — shows their exact counts and token sums, filters by tenant, and
+links each error code to the response list filtered to it. Screenshots go to
+var/screenshots/ (and docs/admin-dashboard.png, the README's)."""
+import shutil
+
+import pytest
+
+from tests.servers import ROOT
+from tests.test_admin_browser_e2e import browser_page, shoot, visit  # noqa: F401
+
+pytestmark = pytest.mark.services
+
+PASSWORD = "dashboard-test-password"
+DOCS_SCREENSHOT = ROOT / "docs" / "admin-dashboard.png"
+
+
+@pytest.fixture(scope="module")
+def traffic(production):
+    """Tenant dash-one: two completed fake-text, one completed fake-echo; tenant dash-two:
+    one completed fake-echo and one fake-drop, which fails mid-stream."""
+    sent = {}
+    for tenant, models in (("dash-one", ["fake-text", "fake-text", "fake-echo"]),
+                           ("dash-two", ["fake-echo", "fake-drop"])):
+        with production.client(production.new_api_key(tenant)) as api:
+            sent[tenant] = [api.post("/responses", json={"model": model, "input": "Hello"})
+                            .json() for model in models]
+    return sent
+
+
+def sums(responses: list[dict]) -> tuple[str, str, str]:
+    """(responses, input tokens, output tokens) as the tables show them."""
+    return (str(len(responses)),
+            str(sum((r["usage"] or {}).get("input_tokens", 0) for r in responses)),
+            str(sum((r["usage"] or {}).get("output_tokens", 0) for r in responses)))
+
+
+def cells(page, selector: str) -> list[list[str]]:
+    rows = page.locator(f"{selector} tbody tr")
+    return [rows.nth(i).locator("td").all_inner_texts() for i in range(rows.count())]
+
+
+def test_the_dashboard_shows_the_traffic(production, traffic, browser_page):  # noqa: F811
+    one, two = traffic["dash-one"], traffic["dash-two"]
+    assert [r["status"] for r in one + two] == ["completed"] * 4 + ["failed"]
+    failed_code = two[1]["error"]["code"]
+    production.manage("shell", "-c", (
+        "from django.contrib.auth.models import User; "
+        f"User.objects.create_superuser('dash', 'dash@example.org', '{PASSWORD}')"))
+    page = browser_page
+    admin = f"http://127.0.0.1:{production.port}/admin/"
+    page.context.clear_cookies()
+    visit(page, production, admin)
+    page.fill("#id_username", "dash")
+    page.fill("#id_password", PASSWORD)
+    with page.expect_navigation() as login:
+        page.click("input[type=submit]")
+    assert login.value.status == 200
+    assert page.title() == "Dashboard | Responses gateway"
+    assert page.locator("#site-name").inner_text() == "Responses gateway"
+
+    # every tenant, the last hour: our two among the top tenants, with their exact sums
+    page.click("#window-hour")
+    page.wait_for_load_state()
+    tenants = {row[0]: tuple(row[1:]) for row in cells(page, "#tenants-table")}
+    assert (tenants["dash-one"], tenants["dash-two"]) == (sums(one), sums(two))
+    assert page.locator("#now-workers").inner_text() == "1"
+    assert page.locator("#now-in-flight").inner_text() == "0"
+    assert page.locator("svg.chart").count() == 4
+
+    # one tenant: its own totals, models and errors
+    page.select_option("#dash-tenant", label="dash-two")
+    with page.expect_navigation():
+        page.click("#dashboard-filters input[type=submit]")
+    assert "window=hour" in page.url
+    assert page.locator("#dash-scope").inner_text() == "dash-two"
+    assert [page.locator(f"#{name}").inner_text() for name in
+            ("total-responses", "total-failed")] == ["2", "1"]
+    totals = page.locator("#requests-table tfoot th").all_text_contents()
+    assert totals == ["total", "1", "1", "0", "0", "0", "2"]
+    tokens = page.locator("#tokens-table tfoot th").all_text_contents()
+    assert tokens == ["total", *sums(two)[1:]]
+    assert sorted(tuple(row) for row in cells(page, "#models-table")) == [
+        ("fake-drop", *sums(two[1:])), ("fake-echo", *sums(two[:1]))]
+    assert cells(page, "#errors-table") == [[failed_code, "1"]]
+    latency = cells(page, "#latency-table")
+    assert sum(int(row[4]) for row in latency) == 2  # both published a first delta
+    assert sum(int(row[8]) for row in latency) == 1  # one completed
+    screenshot = shoot(page, "admin-dashboard-tenant")
+
+    # every tenant again, for the picture of the README
+    page.select_option("#dash-tenant", label="all tenants")
+    with page.expect_navigation():
+        page.click("#dashboard-filters input[type=submit]")
+    shutil.copyfile(shoot(page, "admin-dashboard"), DOCS_SCREENSHOT)
+    assert screenshot.exists()
+
+    # the error code leads to the list of exactly that failed response
+    page.select_option("#dash-tenant", label="dash-two")
+    with page.expect_navigation():
+        page.click("#dashboard-filters input[type=submit]")
+    with page.expect_navigation() as listed:
+        page.click(f"#errors-table a:has-text('{failed_code}')")
+    assert listed.value.status == 200
+    assert f"error_code={failed_code}" in page.url
+    rows = page.locator("#response-list tbody tr")
+    assert rows.count() == 1
+    assert rows.first.locator("a").first.get_attribute("href").endswith(
+        f"/{two[1]['id']}/change/")
