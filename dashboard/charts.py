@@ -8,8 +8,9 @@ import math
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-WIDTH, HEIGHT = 760, 210
-LEFT, RIGHT, TOP, BOTTOM = 52, 12, 10, 26
+HEIGHT = 220
+WIDE, NARROW = 1200, 600  # viewBox widths: a chart across the page, or in half of it
+LEFT, RIGHT, TOP, BOTTOM = 48, 12, 10, 26
 X_LABELS = 8  # at most this many bucket labels under the axis
 
 
@@ -29,39 +30,40 @@ def short(value: float) -> str:
     return f"{value:g}"
 
 
-def _frame(labels: list[str], top: float, unit: str) -> list[str]:
+def _frame(labels: list[str], top: float, width: int) -> list[str]:
     plot_h = HEIGHT - TOP - BOTTOM
     parts = []
     for i in range(5):
         y = TOP + plot_h - plot_h * i / 4
-        parts.append(f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" '
+        parts.append(f'<line class="grid" x1="{LEFT}" x2="{width - RIGHT}" y1="{y:.1f}" '
                      f'y2="{y:.1f}"/><text class="tick" x="{LEFT - 6}" y="{y + 4:.1f}" '
-                     f'text-anchor="end">{escape(short(top * i / 4))}{escape(unit)}</text>')
-    every = max(1, math.ceil(len(labels) / X_LABELS))
+                     f'text-anchor="end">{escape(short(top * i / 4))}</text>')
+    every = max(1, math.ceil(len(labels) / (X_LABELS * width // NARROW)))
     for i, label in enumerate(labels):
         if i % every == 0:
-            x = LEFT + _slot(len(labels)) * (i + 0.5)
+            x = LEFT + _slot(len(labels), width) * (i + 0.5)
             parts.append(f'<text class="tick" x="{x:.1f}" y="{HEIGHT - 8}" '
                          f'text-anchor="middle">{escape(label)}</text>')
     return parts
 
 
-def _slot(count: int) -> float:
-    return (WIDTH - LEFT - RIGHT) / max(count, 1)
+def _slot(count: int, width: int) -> float:
+    return (width - LEFT - RIGHT) / max(count, 1)
 
 
-def _svg(name: str, parts: list[str]) -> SafeString:
-    return mark_safe(f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
+def _svg(name: str, parts: list[str], width: int) -> SafeString:
+    return mark_safe(f'<svg class="chart" viewBox="0 0 {width} {HEIGHT}" role="img" '
                      f'aria-label="{escape(name)}" xmlns="http://www.w3.org/2000/svg">'
                      + "".join(parts) + "</svg>")
 
 
-def stacked_bars(name: str, labels: list[str], series: list[tuple[str, str, list]]) -> SafeString:
+def stacked_bars(name: str, labels: list[str], series: list[tuple[str, str, list]],
+                 width: int = WIDE) -> SafeString:
     """Bars per bucket, `series` (name, css class, values) stacked bottom up."""
     totals = [sum(values[i] for _, _, values in series) for i in range(len(labels))]
     top = nice_ceiling(max(totals, default=0))
-    plot_h, slot = HEIGHT - TOP - BOTTOM, _slot(len(labels))
-    parts = _frame(labels, top, "")
+    plot_h, slot = HEIGHT - TOP - BOTTOM, _slot(len(labels), width)
+    parts = _frame(labels, top, width)
     for i, label in enumerate(labels):
         base = 0
         for series_name, css, values in series:
@@ -73,16 +75,16 @@ def stacked_bars(name: str, labels: list[str], series: list[tuple[str, str, list
                              f'<title>{escape(label)}: {values[i]:,} {escape(series_name)}'
                              f'</title></rect>')
                 base += values[i]
-    return _svg(name, parts)
+    return _svg(name, parts, width)
 
 
 def lines(name: str, labels: list[str], series: list[tuple[str, str, list]],
-          unit: str = "") -> SafeString:
+          unit: str = "", width: int = NARROW) -> SafeString:
     """A line per series (name, css class, values; None: no value, a gap in the line)."""
     values = [v for _, _, vs in series for v in vs if v is not None]
     top = nice_ceiling(max(values, default=0))
-    plot_h, slot = HEIGHT - TOP - BOTTOM, _slot(len(labels))
-    parts = _frame(labels, top, unit)
+    plot_h, slot = HEIGHT - TOP - BOTTOM, _slot(len(labels), width)
+    parts = _frame(labels, top, width)
     for series_name, css, series_values in series:
         points, path = [], []
         for i, value in enumerate(series_values):
@@ -104,4 +106,4 @@ def lines(name: str, labels: list[str], series: list[tuple[str, str, list]],
         if commands:
             parts.append(f'<path class="{css}" d="{" ".join(commands)}"/>')
         parts += points
-    return _svg(name, parts)
+    return _svg(name, parts, width)
