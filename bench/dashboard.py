@@ -9,7 +9,7 @@ window holds all of them, the last 24 hours ~33,000, the last hour ~1,400; 20 te
 8 models; 2% failed (3 error codes), 1% incomplete, 0.5% cancelled, 20 in progress.
 Creates the database `gateway_bench_dashboard` (or `$BENCH_DASHBOARD_DB_NAME`), drops it
 after. Also times the 30-day statements on the raw rows (what the page would run without
-the daily rollups), in rounds alternating with the rolled-up page.
+the rollups), in rounds alternating with the page.
 """
 import argparse
 import os
@@ -97,20 +97,21 @@ def _explain(sql: str, params: dict) -> str:
 
 
 def _statements(now: datetime, tenant_id: int) -> list[tuple[str, str, dict]]:
-    """(name, sql, params) of every statement the page runs on raw rows, per window."""
+    """(name, sql, params) of the two statements the page runs, per window and scope."""
     from dashboard import queries, rollup
     from dashboard.windows import window
 
     found = []
     for name in ("hour", "day", "30d"):
         shown = window(name, now)
-        since = shown.since
-        if shown.unit == "day":
-            since = rollup.day_start(rollup.last_closed_day(now)) + (shown.step)
+        raw_since = shown.since
+        if shown.unit in rollup.STEPS:  # before it: the rollups
+            raw_since = rollup.last_closed(shown.unit, now) + shown.step
         for scope, tenant in (("all tenants", None), ("one tenant", tenant_id)):
-            params = {"unit": shown.unit, "since": since, "until": now, "tenant_id": tenant}
-            found.append((f"{name}, {scope}: counts", queries.counts_sql(tenant), params))
-            found.append((f"{name}, {scope}: latency", queries.latency_sql(tenant), params))
+            params = queries.params(shown.unit, shown.since, raw_since, now, tenant)
+            found.append((f"{name}, {scope}: summary", queries.summary_sql(tenant), params))
+            found.append((f"{name}, {scope}: latency", queries.page_latency_sql(tenant),
+                          params))
     return found
 
 
@@ -148,20 +149,23 @@ def run(rows: int, rounds: int) -> None:
         response = client.get("/admin/" + query)
         assert response.status_code == 200, response.status_code
 
-    started = time.perf_counter()
-    page("?window=30d")
-    print(f"\nfirst 30-day view (rolls up the 29 closed days once): "
-          f"{(time.perf_counter() - started) * 1000:.0f} ms")
+    print(f"load average before: {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
+    for query, what in (("?window=day", "22 closed hours"), ("?window=30d", "29 closed days")):
+        started = time.perf_counter()
+        page(query)
+        print(f"first {query} (rolls up its {what} once): "
+              f"{(time.perf_counter() - started) * 1000:.0f} ms")
 
-    print(f"\nstatements on raw rows (median / max of {rounds}, ms):")
+    print(f"\nthe page's statements (median / max of {rounds}, ms):")
     for name, sql, params in _statements(now, one):
         with connection.cursor() as cursor:
             median, worst = _ms(lambda: cursor.execute(sql, params) or cursor.fetchall(),
                                 rounds)
         print(f"  {name:<34} {median:7.1f} / {worst:7.1f}")
-    rolled = lambda: dashboard(window("30d", datetime.now(timezone.utc)))  # noqa: E731
-    median, worst = _ms(rolled, rounds)
-    print(f"  {'30d selectors (rollups + today)':<34} {median:7.1f} / {worst:7.1f}")
+    for name in ("day", "30d"):
+        rolled = lambda n=name: dashboard(window(n, datetime.now(timezone.utc)))  # noqa: E731
+        median, worst = _ms(rolled, rounds)
+        print(f"  {name + ' selectors (rollups + the rest)':<34} {median:7.1f} / {worst:7.1f}")
 
     print(f"\nwhole page, GET /admin/… (median / max of {rounds}, ms; the bar: 300):")
     for query in ("?window=hour", "?window=day", "?window=30d",
@@ -170,22 +174,26 @@ def run(rows: int, rounds: int) -> None:
         median, worst = _ms(lambda q=query: page(q), rounds)
         print(f"  {query:<28} {median:7.1f} / {worst:7.1f}")
 
-    print("\n30 days without rollups vs with (alternating rounds, ms):")
-    params = {"unit": "day", "since": window("30d", now).since, "until": now, "tenant_id": None}
-    raw, with_rollups = [], []
-    for round_ in range(3):
-        order = [("raw", raw), ("rolled", with_rollups)]
-        for kind, times in (order if round_ % 2 == 0 else order[::-1]):
-            started = time.perf_counter()
-            if kind == "raw":
-                queries.fetch(queries.counts_sql(None), params)
-                queries.fetch(queries.latency_sql(None), params)
-            else:
-                page("?window=30d")
-            times.append((time.perf_counter() - started) * 1000)
-    print(f"  raw counts + latency statements: {' '.join(f'{t:.0f}' for t in raw)}")
-    print(f"  whole page with rollups:         {' '.join(f'{t:.0f}' for t in with_rollups)}")
-    print(f"  ratio of medians: {statistics.median(raw) / statistics.median(with_rollups):.1f}x")
+    print("\nthe two statements on every row of the window (without rollups) vs the whole page "
+          "(alternating rounds, ms):")
+    for name in ("day", "30d"):
+        shown = window(name, now)
+        params = queries.params(shown.unit, shown.since, shown.since, now, None)
+        raw, with_rollups = [], []
+        for round_ in range(4):
+            order = [("raw", raw), ("rolled", with_rollups)]
+            for kind, times in (order if round_ % 2 == 0 else order[::-1]):
+                started = time.perf_counter()
+                if kind == "raw":
+                    queries.fetch(queries.counts_sql(None), params)
+                    queries.fetch(queries.latency_sql(None), params)
+                else:
+                    page(f"?window={name}")
+                times.append((time.perf_counter() - started) * 1000)
+        print(f"  {name}: raw statements {' '.join(f'{t:.0f}' for t in raw)}; "
+              f"page {' '.join(f'{t:.0f}' for t in with_rollups)}; "
+              f"ratio of medians {statistics.median(raw) / statistics.median(with_rollups):.1f}x")
+    print(f"load average after: {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
 
     print("\nEXPLAIN ANALYZE of each statement:")
     for name, sql, params in _statements(now, one):

@@ -28,11 +28,12 @@ class Window:
     @property
     def buckets(self) -> list[datetime]:
         """Every bucket's start, oldest first."""
-        count = round((_truncated(self.until, self.unit) - self.since) / self.step) + 1
+        count = round((truncated(self.until, self.unit) - self.since) / self.step) + 1
         return [self.since + i * self.step for i in range(count)]
 
 
-def _truncated(moment: datetime, unit: str) -> datetime:
+def truncated(moment: datetime, unit: str) -> datetime:
+    """The start of the UTC `unit` (minute, hour, day) that holds `moment`."""
     moment = moment.astimezone(timezone.utc).replace(second=0, microsecond=0)
     if unit in ("hour", "day"):
         moment = moment.replace(minute=0)
@@ -46,5 +47,5 @@ def window(name: str, now: datetime) -> Window:
     if name not in WINDOWS:
         name = DEFAULT_WINDOW
     label, unit, step, count = WINDOWS[name]
-    since = _truncated(now, unit) - (count - 1) * step
+    since = truncated(now, unit) - (count - 1) * step
     return Window(name=name, label=label, unit=unit, step=step, since=since, until=now)

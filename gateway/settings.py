@@ -247,10 +247,10 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": RETENTION_PRUNE_INTERVAL_SECONDS,
         "options": {"expires": RETENTION_PRUNE_INTERVAL_SECONDS},
     },
-    # The dashboard's daily rollups (dashboard/rollup.py): a day is written once, an hour
-    # after it ended; a run finds nothing to do the other 23 times.
+    # The dashboard's rollups (dashboard/rollup.py): each UTC hour and day is written once,
+    # an hour after it ended.
     "dashboard-rollup": {
-        "task": "dashboard.roll_up_days",
+        "task": "dashboard.roll_up_buckets",
         "schedule": 3600,
         "options": {"expires": 3600},
     },

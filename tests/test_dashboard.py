@@ -3,12 +3,13 @@ tenants and one, empty windows, the daily rollups (and the page: staff only, its
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from django.conf import settings
 from django.utils import timezone as django_time
 
 from dashboard import charts
 from dashboard.live import now_state
-from dashboard.models import DayCounts, RolledUpDay
-from dashboard.rollup import roll_up_day
+from dashboard.models import BucketCounts, RolledUpBucket
+from dashboard.rollup import roll_up
 from dashboard.selectors import dashboard
 from dashboard.windows import window
 from responses_app.models import StoredResponse, Tenant
@@ -107,6 +108,12 @@ def test_last_24_hours_by_hour(tenants):
         "11-20 12:00": counts(completed=3, failed=2, running=1)}
     assert data.errors == [{"error_code": "rate_limit_exceeded", "responses": 1},
                            {"error_code": "server_error", "responses": 1}]
+    assert latencies(data) == {
+        "11-20 02:00": ((500.0, 500.0, 500.0), 1, EMPTY, 0),
+        "11-20 12:00": ((250.0, 385.0, 397.0), 4, (2000.0, 2900.0, 2980.0), 3)}
+    # the hours that ended an hour ago (up to 10:00-11:00) were rolled up, the rest is raw
+    assert sorted(RolledUpBucket.objects.filter(unit="hour").values_list("start", flat=True)) \
+        == [at("2026-11-19 13:00") + timedelta(hours=n) for n in range(22)]
 
 
 def test_30_days_of_every_tenant_from_rollups_and_today(tenants):
@@ -136,10 +143,9 @@ def test_30_days_of_every_tenant_from_rollups_and_today(tenants):
         "11-01 00:00": ((400.0, 580.0, 596.0), 2, (2000.0, 2900.0, 2980.0), 2),
         "11-18 00:00": ((250.0, 250.0, 250.0), 1, EMPTY, 0),
         "11-20 00:00": ((300.0, 480.0, 496.0), 5, (2000.0, 2900.0, 2980.0), 3)}
-    # the closed days (up to the day before yesterday an hour after midnight) are rolled up
-    assert sorted(RolledUpDay.objects.values_list("day", flat=True))[-1].isoformat() == \
-        "2026-11-19"
-    assert RolledUpDay.objects.count() == 29
+    # the closed days (ended an hour ago: up to yesterday) were rolled up, today is raw
+    assert sorted(RolledUpBucket.objects.filter(unit="day").values_list("start", flat=True)) \
+        == [at("2026-10-22") + timedelta(days=n) for n in range(29)]
 
 
 def test_one_tenant(tenants):
@@ -170,15 +176,25 @@ def test_empty_windows(tenants):
         assert len(data.latency) == len(data.requests) == len(data.window.buckets)
 
 
-def test_a_day_is_rolled_up_once_and_keeps_its_counts(tenants):
-    assert roll_up_day(at("2026-11-01").date()) is True
-    assert roll_up_day(at("2026-11-01").date()) is False
+def test_a_bucket_is_rolled_up_once_and_keeps_its_counts(tenants):
+    assert roll_up("day", at("2026-11-01")) is True
+    assert roll_up("day", at("2026-11-01")) is False
     StoredResponse.objects.filter(created_at__date="2026-11-01").delete()
-    assert list(DayCounts.objects.filter(day="2026-11-01").values_list(
+    assert list(BucketCounts.objects.filter(unit="day", start=at("2026-11-01")).values_list(
         "model", "status", "responses", "input_tokens", "output_tokens")) == [
         ("model-a", "completed", 2, 3000, 300)]
     assert dashboard(window("30d", NOW)).totals["responses"] == 11  # the rollup's
     assert dashboard(window("day", at("2026-11-01 12:00"))).totals["responses"] == 0  # raw
+
+
+def test_the_beat_task_rolls_up_the_closed_buckets_of_both_windows(tenants):
+    from gateway.celery import app
+
+    app.loader.import_default_modules()
+    entry = settings.CELERY_BEAT_SCHEDULE["dashboard-rollup"]
+    task = app.tasks[entry["task"]]
+    assert task() == 24 + 30
+    assert task() == 0
 
 
 def test_now_per_route(tenants):
