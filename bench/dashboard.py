@@ -29,16 +29,17 @@ SELECT 'resp_' || lpad(to_hex(i), 48, '0'), %(first_tenant)s + i %% %(tenants)s,
        CASE WHEN i <= 20 THEN 'in_progress' WHEN i %% 50 = 0 THEN 'failed'
             WHEN i %% 97 = 0 THEN 'incomplete' WHEN i %% 199 = 0 THEN 'cancelled'
             ELSE 'completed' END,
-       'model-' || (i %% 8), true, false, NULL, t.created, 
+       'model-' || (i %% 8), true, false, NULL, t.created,
        CASE WHEN i > 20 AND i %% 50 <> 0 AND i %% 97 <> 0 AND i %% 199 <> 0
             THEN t.created + make_interval(secs => 0.4 + (i %% 1000) / 250.0) END,
-       CASE WHEN i %% 199 <> 0 THEN t.created + make_interval(secs => 0.05 + (i %% 700) / 1000.0) END,
+       CASE WHEN i %% 199 <> 0
+            THEN t.created + make_interval(secs => 0.05 + (i %% 700) / 1000.0) END,
        CASE WHEN i > 20 AND i %% 50 = 0 THEN (ARRAY['server_error', 'rate_limit_exceeded',
                                                      'context_length_exceeded'])[1 + i %% 3] END,
        '{"instructions": null, "params": {}, "include": []}'::jsonb,
        jsonb_build_array(jsonb_build_object('type', 'message', 'role', 'user', 'content',
-           jsonb_build_array(jsonb_build_object('type', 'input_text',
-                                                'text', 'question ' || i || repeat(' words', 40))))),
+           jsonb_build_array(jsonb_build_object(
+               'type', 'input_text', 'text', 'question ' || i || repeat(' words', 40))))),
        jsonb_build_object('status', 'completed', 'output', jsonb_build_array(
            jsonb_build_object('type', 'message', 'content', jsonb_build_array(
                jsonb_build_object('type', 'output_text', 'text', repeat('answer ', 60)))))),
@@ -98,17 +99,16 @@ def _explain(sql: str, params: dict) -> str:
 
 def _statements(now: datetime, tenant_id: int) -> list[tuple[str, str, dict]]:
     """(name, sql, params) of the two statements the page runs, per window and scope."""
-    from dashboard import queries, rollup
+    from dashboard import queries
+    from dashboard.selectors import _ranges
     from dashboard.windows import window
 
     found = []
     for name in ("hour", "day", "30d"):
         shown = window(name, now)
-        raw_since = shown.since
-        if shown.unit in rollup.STEPS:  # before it: the rollups
-            raw_since = rollup.last_closed(shown.unit, now) + shown.step
+        ranges, _ = _ranges(shown)
         for scope, tenant in (("all tenants", None), ("one tenant", tenant_id)):
-            params = queries.params(shown.unit, shown.since, raw_since, now, tenant)
+            params = queries.params(shown.unit, shown.since, now, tenant, **ranges)
             found.append((f"{name}, {scope}: summary", queries.summary_sql(tenant), params))
             found.append((f"{name}, {scope}: latency", queries.page_latency_sql(tenant),
                           params))
@@ -150,7 +150,8 @@ def run(rows: int, rounds: int) -> None:
         assert response.status_code == 200, response.status_code
 
     print(f"load average before: {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
-    for query, what in (("?window=day", "22 closed hours"), ("?window=30d", "29 closed days")):
+    for query, what in (("?window=day", "closed hours"),
+                        ("?window=30d", "closed days, and today's closed hours")):
         started = time.perf_counter()
         page(query)
         print(f"first {query} (rolls up its {what} once): "
@@ -178,7 +179,7 @@ def run(rows: int, rounds: int) -> None:
           "(alternating rounds, ms):")
     for name in ("day", "30d"):
         shown = window(name, now)
-        params = queries.params(shown.unit, shown.since, shown.since, now, None)
+        params = queries.params(shown.unit, shown.since, now, None)
         raw, with_rollups = [], []
         for round_ in range(4):
             order = [("raw", raw), ("rolled", with_rollups)]

@@ -7,9 +7,11 @@ timestamps, no JSON, from a created_at range: the `responses_created` index, or
   rollup stores);
 - LATENCY_SQL: percentiles of time to first delta and total latency by bucket (and by
   bucket and tenant, for a rollup);
-- SUMMARY_SQL, PAGE_LATENCY_SQL: what the page shows, from the rollups before `raw_since`
-  and the responses after, each in one statement: per bucket and status, per tenant, per
-  model and per error code (GROUPING SETS), and the latency per bucket.
+- SUMMARY_SQL, PAGE_LATENCY_SQL: what the page shows, each in one statement: per bucket
+  and status, per tenant, per model and per error code (GROUPING SETS) from the window's
+  own rollups until `hours_since`, then hour rollups (the open days of the 30-day window)
+  until `raw_since`, then the responses; and the latency per bucket, from the window's
+  own rollups until `latency_since`, then the responses (percentiles do not add up).
 
 Buckets are UTC (`date_trunc` of the UTC time, read back as timestamptz).
 """
@@ -19,6 +21,7 @@ from django.db import connection
 
 BUCKET = "(date_trunc(%(unit)s, created_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')"
 RAW_RANGE = "created_at >= %(raw_since)s AND created_at < %(until)s {tenant}"
+LATENCY_RANGE = "created_at >= %(latency_since)s AND created_at < %(until)s {tenant}"
 
 # A row: (bucket, tenant_id, model, status, error_code or '', responses, input, output).
 COUNTS_SQL = f"""
@@ -44,13 +47,16 @@ SELECT {BUCKET} AS bucket, {{tenant_column}} AS tenant_id,
        percentile_cont({PERCENTILES}) WITHIN GROUP (ORDER BY {TOTAL_MS}) AS total_p,
        count(completed_at) AS total_n
   FROM responses
- WHERE {RAW_RANGE}
+ WHERE {LATENCY_RANGE}
    AND (first_delta_at IS NOT NULL OR completed_at IS NOT NULL)
  GROUP BY {{grouping}}
 """
 
-ROLLED_RANGE = ("unit = %(unit)s AND start >= %(since)s AND start < %(raw_since)s "
+ROLLED_RANGE = ("unit = %(unit)s AND start >= %(since)s AND start < %(hours_since)s "
                 "{rolled_tenant}")
+HOURS_RANGE = ("unit = 'hour' AND start >= %(hours_since)s AND start < %(raw_since)s "
+               "{rolled_tenant}")
+ROLLED_BUCKET = "(date_trunc(%(unit)s, start AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')"
 
 # A row: (kind, bucket, status, tenant_id, model, error_code, responses, input, output),
 # kind one of bucket (by bucket and status), tenant, model, error.
@@ -59,6 +65,10 @@ WITH detail AS (
     SELECT start AS bucket, tenant_id, model, status, error_code, responses,
            input_tokens, output_tokens
       FROM dashboard_bucketcounts WHERE {ROLLED_RANGE}
+    UNION ALL
+    SELECT {ROLLED_BUCKET}, tenant_id, model, status, error_code, responses,
+           input_tokens, output_tokens
+      FROM dashboard_bucketcounts WHERE {HOURS_RANGE}
     UNION ALL
     SELECT {BUCKET}, tenant_id, model, status, coalesce(error_code, ''), 1,
            coalesce(input_tokens, 0), coalesce(output_tokens, 0)
@@ -76,7 +86,8 @@ SELECT CASE WHEN GROUPING(bucket) = 0 THEN 'bucket' WHEN GROUPING(tenant_id) = 0
 PAGE_LATENCY_SQL = f"""
 SELECT start, ARRAY[first_delta_p50, first_delta_p95, first_delta_p99], first_delta_n,
        ARRAY[total_p50, total_p95, total_p99], total_n
-  FROM dashboard_bucketlatency WHERE {ROLLED_RANGE.format(rolled_tenant="")}
+  FROM dashboard_bucketlatency
+ WHERE unit = %(unit)s AND start >= %(since)s AND start < %(latency_since)s
    AND tenant_id = %(latency_tenant)s
 UNION ALL
 SELECT bucket, first_p, first_n, total_p, total_n FROM ({LATENCY_SQL}) AS raw
@@ -110,12 +121,13 @@ def page_latency_sql(tenant_id: int | None) -> str:
     return PAGE_LATENCY_SQL.format(tenant=_tenant(tenant_id))
 
 
-def params(unit: str, since: datetime, raw_since: datetime, until: datetime,
-           tenant_id: int | None) -> dict:
-    """The statements' parameters: rollups from `since` to `raw_since`, responses from
-    `raw_since` to `until`."""
-    return {"unit": unit, "since": since, "raw_since": raw_since, "until": until,
-            "tenant_id": tenant_id, "latency_tenant": tenant_id or 0}
+def params(unit: str, since: datetime, until: datetime, tenant_id: int | None, *,
+           hours_since: datetime | None = None, raw_since: datetime | None = None,
+           latency_since: datetime | None = None) -> dict:
+    """The statements' parameters (each range from `since` when not given)."""
+    return {"unit": unit, "since": since, "until": until, "tenant_id": tenant_id,
+            "latency_tenant": tenant_id or 0, "hours_since": hours_since or since,
+            "raw_since": raw_since or since, "latency_since": latency_since or since}
 
 
 def fetch(sql: str, values: dict) -> list[tuple]:
@@ -126,24 +138,10 @@ def fetch(sql: str, values: dict) -> list[tuple]:
 
 def counts(unit: str, since: datetime, until: datetime, tenant_id: int | None) -> list[tuple]:
     """COUNTS_SQL's rows for responses created in [since, until)."""
-    return fetch(counts_sql(tenant_id), params(unit, since, since, until, tenant_id))
+    return fetch(counts_sql(tenant_id), params(unit, since, until, tenant_id))
 
 
 def latency(unit: str, since: datetime, until: datetime, tenant_id: int | None,
             per_tenant: bool = False) -> list[tuple]:
     """LATENCY_SQL's rows for responses created in [since, until)."""
-    return fetch(latency_sql(tenant_id, per_tenant), params(unit, since, since, until,
-                                                            tenant_id))
-
-
-def summary(unit: str, since: datetime, raw_since: datetime, until: datetime,
-            tenant_id: int | None) -> list[tuple]:
-    """SUMMARY_SQL's rows: rollups in [since, raw_since), responses in [raw_since, until)."""
-    return fetch(summary_sql(tenant_id), params(unit, since, raw_since, until, tenant_id))
-
-
-def page_latency(unit: str, since: datetime, raw_since: datetime, until: datetime,
-                 tenant_id: int | None) -> list[tuple]:
-    """PAGE_LATENCY_SQL's rows, over the same ranges as `summary`."""
-    return fetch(page_latency_sql(tenant_id), params(unit, since, raw_since, until,
-                                                     tenant_id))
+    return fetch(latency_sql(tenant_id, per_tenant), params(unit, since, until, tenant_id))

@@ -1,10 +1,10 @@
 """What the dashboard shows for a window and a tenant (or all): responses per bucket by
 status, tokens per bucket, the top tenants and models by tokens, errors by code, latency
-percentiles per bucket. Reads the rollups of closed hours or days (rollup.py) and runs the
-aggregate statements (queries.py) on the rest; no view logic here.
+percentiles per bucket. Reads the rollups of closed hours and days (rollup.py) and the
+responses after them, in two statements (queries.py); no view logic here.
 """
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from responses_app.models import Tenant
 
@@ -46,14 +46,27 @@ def _rounded(values) -> tuple:
     return tuple(None if value is None else round(value, 1) for value in values or (None,) * 3)
 
 
-def _split(window: Window) -> tuple[list[datetime], datetime]:
-    """The buckets of the window read from the rollups (its closed hours or days), and
-    where the statements on the responses start (the whole hour window)."""
-    if window.unit not in rollup.STEPS:
-        return [], window.since
-    last = rollup.last_closed(window.unit, window.until)
-    closed = [bucket for bucket in window.buckets if bucket <= last]
-    return closed, last + window.step if closed else window.since
+def _ranges(window: Window) -> tuple[dict, list[tuple[str, list[datetime]]]]:
+    """Where each part of the window is read from (queries.params: the window's own
+    rollups, hour rollups, the responses), and the buckets those rollups need."""
+    hour = timedelta(hours=1)
+    if window.unit == "minute":
+        return {}, []
+    last_hour = rollup.last_closed("hour", window.until)
+    if window.unit == "hour":
+        hours = [bucket for bucket in window.buckets if bucket <= last_hour]
+        raw_since = last_hour + hour if hours else window.since
+        return ({"hours_since": raw_since, "raw_since": raw_since,
+                 "latency_since": raw_since}, [("hour", hours)])
+    last_day = rollup.last_closed("day", window.until)
+    days = [bucket for bucket in window.buckets if bucket <= last_day]
+    hours_since = last_day + window.step if days else window.since
+    hours = []
+    while hours_since + len(hours) * hour <= last_hour:
+        hours.append(hours_since + len(hours) * hour)
+    raw_since = hours[-1] + hour if hours else hours_since
+    return ({"hours_since": hours_since, "raw_since": raw_since,
+             "latency_since": hours_since}, [("day", days), ("hour", hours)])
 
 
 def _latency(rows: list[tuple]) -> dict[datetime, Latency]:
@@ -71,15 +84,16 @@ def _top(sums: dict, key: str) -> list[dict]:
 
 def dashboard(window: Window, tenant_id: int | None = None) -> Dashboard:
     """The dashboard of `window`, of every tenant or of `tenant_id`."""
-    closed, raw_since = _split(window)
-    if closed:
-        rollup.roll_up_buckets(window.unit, closed, window.until)
-    ranges = (window.unit, window.since, raw_since, window.until, tenant_id)
+    ranges, rolled = _ranges(window)
+    for unit, starts in rolled:
+        if starts:
+            rollup.roll_up_buckets(unit, starts, window.until)
+    values = queries.params(window.unit, window.since, window.until, tenant_id, **ranges)
     by_bucket = {bucket: dict.fromkeys(STATUSES, 0) for bucket in window.buckets}
     tokens = {bucket: [0, 0] for bucket in window.buckets}
     sums = {"tenant": {}, "model": {}, "error": {}}
     for kind, bucket, status, tenant, model, code, n, tokens_in, tokens_out in \
-            queries.summary(*ranges):
+            queries.fetch(queries.summary_sql(tenant_id), values):
         if kind == "bucket":
             bucket = _utc(bucket)
             by_bucket[bucket]["running" if status in RUNNING else status] += n
@@ -93,7 +107,7 @@ def dashboard(window: Window, tenant_id: int | None = None) -> Dashboard:
     names = dict(Tenant.objects.filter(pk__in=list(sums["tenant"])).values_list("pk", "name"))
     top_tenants = [{**row, "name": names.get(row["tenant_id"], f"#{row['tenant_id']}")}
                    for row in _top(sums["tenant"], "tenant_id")]
-    latency = _latency(queries.page_latency(*ranges))
+    latency = _latency(queries.fetch(queries.page_latency_sql(tenant_id), values))
     empty = (None, None, None)
     return Dashboard(
         window=window, tenant_id=tenant_id, requests=requests,

@@ -143,9 +143,12 @@ def test_30_days_of_every_tenant_from_rollups_and_today(tenants):
         "11-01 00:00": ((400.0, 580.0, 596.0), 2, (2000.0, 2900.0, 2980.0), 2),
         "11-18 00:00": ((250.0, 250.0, 250.0), 1, EMPTY, 0),
         "11-20 00:00": ((300.0, 480.0, 496.0), 5, (2000.0, 2900.0, 2980.0), 3)}
-    # the closed days (ended an hour ago: up to yesterday) were rolled up, today is raw
+    # the closed days (ended an hour ago: up to yesterday) were rolled up, today's closed
+    # hours too (its counts; its latency is today's responses), and the rest is raw
     assert sorted(RolledUpBucket.objects.filter(unit="day").values_list("start", flat=True)) \
         == [at("2026-10-22") + timedelta(days=n) for n in range(29)]
+    assert sorted(RolledUpBucket.objects.filter(unit="hour").values_list("start", flat=True)) \
+        == [at("2026-11-20") + timedelta(hours=n) for n in range(11)]
 
 
 def test_one_tenant(tenants):
