@@ -1,9 +1,12 @@
 """The dashboard's aggregates, exactly, on a fixed set of responses: every window, all
-tenants and one, empty windows, the daily rollups (and the page: staff only, its links)."""
+tenants and one, empty windows, the hour and day rollups, the beat task; the charts; the page
+(staff only, its links)."""
 from datetime import datetime, timedelta, timezone
+from io import StringIO
 
 import pytest
 from django.conf import settings
+from django.core.management import call_command
 from django.utils import timezone as django_time
 
 from dashboard import charts
@@ -198,6 +201,9 @@ def test_the_beat_task_rolls_up_the_closed_buckets_of_both_windows(tenants):
     task = app.tasks[entry["task"]]
     assert task() == 24 + 30
     assert task() == 0
+    out = StringIO()
+    call_command("dashboard_rollup", stdout=out)
+    assert out.getvalue() == "0 buckets rolled up\n"
 
 
 def test_now_per_route(tenants):
