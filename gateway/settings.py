@@ -288,9 +288,9 @@ CSRF_TRUSTED_ORIGINS = public_url.csrf_trusted_origins(
     public_url.listed(env.list("CSRF_TRUSTED_ORIGINS", default=[])), _public)
 # The header the proxy sets to `https` for a request that came in over HTTPS; empty: none is
 # trusted (a client could send it). With one, the proxy's X-Forwarded-Host is trusted too.
-SECURE_PROXY_SSL_HEADER = public_url.proxy_ssl_header(env.str(
-    "SECURE_PROXY_SSL_HEADER",
-    default=public_url.DEFAULT_PROXY_SSL_HEADER if _behind_tls_proxy else ""))
+_proxy_header = public_url.DEFAULT_PROXY_SSL_HEADER if _behind_tls_proxy else ""
+SECURE_PROXY_SSL_HEADER = public_url.proxy_ssl_header(env.str("SECURE_PROXY_SSL_HEADER",
+                                                              default=_proxy_header))
 USE_X_FORWARDED_HOST = env.bool("USE_X_FORWARDED_HOST", default=SECURE_PROXY_SSL_HEADER is not None)
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=_behind_tls_proxy)
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=_behind_tls_proxy)
