@@ -278,7 +278,7 @@ CSRF_FAILURE_VIEW = "responses_app.api.views.csrf_failure"
 # allowed, its origin trusted for the admin's CSRF check, and an https one says a TLS proxy
 # sits in front, which turns on what follows (each overridable by its own variable).
 # gateway/checks.py refuses production (DATABASE_URL set, DEBUG off) without PUBLIC_URL or
-# ALLOWED_HOSTS, or with ALLOWED_HOSTS=*.
+# ALLOWED_HOSTS, with ALLOWED_HOSTS=*, or on the development SECRET_KEY above.
 PUBLIC_URL = env.str("PUBLIC_URL", default="")
 _public = public_url.parse(PUBLIC_URL)
 _behind_tls_proxy = _public is not None and _public.https
