@@ -6,6 +6,9 @@ dropped is the 400. `check_tool_choice()` refuses a `tool_choice` that leaves th
 tool to call (`required`, or naming a tool that is not there).
 """
 from responses_app.errors import InvalidRequest
+from responses_app.translation.hosted_items import FILE_SEARCH as FILE_SEARCH_FUNCTION
+from responses_app.translation.hosted_items import WEB_SEARCH as WEB_SEARCH_FUNCTION
+from responses_app.translation.hosted_items import function_for_tool_type
 
 from .catalog import (
     FILE_SEARCH_TYPES, HOSTED_TYPES, WEB_SEARCH_TYPES, dropped_when_unavailable,
@@ -16,9 +19,6 @@ CONTEXT_SIZES = ("low", "medium", "high")
 LOCATION_FIELDS = ("city", "country", "region", "timezone")
 MAX_VECTOR_STORES = 16
 MAX_FILE_RESULTS = 50
-# The function names the model calls for the hosted tools the gateway runs.
-WEB_SEARCH_FUNCTION = "web_search"
-FILE_SEARCH_FUNCTION = "file_search"
 
 
 def hosted_tool(tool: dict, param: str) -> dict | None:
@@ -175,8 +175,4 @@ def check_tool_choice(choice, tools: list[dict]) -> None:
 
 def hosted_choice_function(kind) -> str | None:
     """The function a hosted tool choice (`{"type": "web_search_preview"}`) forces."""
-    if kind in WEB_SEARCH_TYPES:
-        return WEB_SEARCH_FUNCTION
-    if kind in FILE_SEARCH_TYPES:
-        return FILE_SEARCH_FUNCTION
-    return kind  # an unbacked type: never among the callable names
+    return function_for_tool_type(kind) or kind  # an unbacked type: never callable
