@@ -8,14 +8,7 @@ import pytest
 
 from hosted_tools.web_search import SearchFailed, search_web
 from responses_app.translation.hosted_items import WebResult
-from tests.fake_search import BRAVE_KEY, PAGES, FakeSearch
-
-
-@pytest.fixture(scope="module")
-def fake_search():
-    server = FakeSearch().start()
-    yield server
-    server.stop()
+from tests.fake_search import BRAVE_KEY, PAGES
 
 
 @pytest.fixture
