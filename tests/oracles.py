@@ -92,6 +92,9 @@ OPENRESPONSES_RESPONSE_ADJUSTMENTS = {
         "the generated JsonSchemaResponseFormat types `schema` as None (generator artefact), so a real "
         "JSON schema is replaced by null; name/description/strict are still checked"
     ),
+    "tool_choice": (
+        "Open Responses' ToolChoice has no hosted tool choice ({'type': 'web_search_preview'}): "
+        "such a choice is checked by the openai model only"),
     "file_citation": (
         "Open Responses' annotations are url_citation only: file_citation annotations are left out "
         "of message parts (and annotation.added events carrying one skip its check)"),
@@ -195,6 +198,9 @@ def _openresponses_response_view(resp: dict) -> dict:
         ]
     if isinstance(view.get("tools"), list):
         view["tools"] = [t for t in view["tools"] if isinstance(t, dict) and t.get("type") == "function"]
+    choice = view.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") not in ("function", "allowed_tools"):
+        view["tool_choice"] = "auto"
     for item in view.get("output") or ():
         for part in (item.get("content") or ()) if isinstance(item, dict) else ():
             if isinstance(part, dict) and isinstance(part.get("annotations"), list):

@@ -162,3 +162,24 @@ def test_the_header_names_each_type_once_and_each_drop_is_counted():
         "X-Gateway-Dropped-Tools": "code_interpreter, web_search"}
     assert HOSTED_TOOLS_DROPPED.labels(type="code_interpreter")._value.get() == before + 2
     assert dropped_tools_header([]) == {}
+
+
+def test_the_echoed_hosted_tools_are_valid_for_the_openai_types(settings):
+    from responses_app.translation.resource import new_response_resource
+    from tests.oracles import validate_response
+
+    settings.WEB_SEARCH_BACKEND = "brave"
+    params = parse(tools=[
+        {"type": "web_search_preview", "search_context_size": "low",
+         "user_location": {"type": "approximate", "city": "Oslo"}},
+        {"type": "function", "name": "f"}], tool_choice={"type": "web_search_preview"}).params
+    response = new_response_resource(
+        response_id="resp_1", created_at=1700000000, model="m", params=params,
+        instructions=None, previous_response_id=None, store=True, background=False,
+        status="completed")
+    validate_response(response)
+    assert response["tools"][0] == {
+        "type": "web_search_preview", "search_context_size": "low",
+        "user_location": {"type": "approximate", "city": "Oslo", "country": None,
+                          "region": None, "timezone": None}}
+    assert response["tool_choice"] == {"type": "web_search_preview"}
