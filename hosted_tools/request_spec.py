@@ -157,7 +157,8 @@ def check_tool_choice(choice, tools: list[dict]) -> None:
     if not isinstance(choice, dict):
         return
     kind = choice["type"]
-    if kind in ("function", "custom") and choice["name"] not in names:
+    if kind in ("function", "custom") and choice["name"] not in names and not has_mcp:
+        # (an MCP tool's function name is known once its server is listed, in the run)
         raise InvalidRequest(f"Tool choice '{kind}' with name '{choice['name']}' not found in "
                              f"'tools' parameter.", param="tool_choice", code="invalid_value")
     if kind in HOSTED_TYPES and hosted_choice_function(kind) not in names:

@@ -151,6 +151,8 @@ def test_choices_that_leave_a_tool_are_accepted(settings):
          {"type": "function", "name": "g"}),
         ([{"type": "mcp", "server_label": "docs", "server_url": "https://mcp.example/mcp"}],
          "required"),
+        ([{"type": "mcp", "server_label": "docs", "server_url": "https://mcp.example/mcp"}],
+         {"type": "function", "name": "docs__fetch"}),
         ([], "auto"),
     ]:
         assert parse(tools=tools, tool_choice=choice).params["tool_choice"] == choice
