@@ -127,3 +127,15 @@ def test_a_dropped_tool_is_named_in_a_header_and_a_refused_one_is_a_400(api):
                    "can list 'image_generation' in HOSTED_TOOLS_DROP_UNAVAILABLE to have it "
                    "dropped instead.",
         "type": "invalid_request_error", "param": "tools[0].type", "code": "unsupported_tool"}})
+
+
+def test_a_forced_search_is_forced_once(api, clean_upstream):
+    response = api.post("/responses", json={
+        "model": "fake-citing-caller", "input": CALL_LINE, "store": False,
+        "tools": [{"type": "web_search_preview"}], "tool_choice": {"type": "web_search_preview"}})
+    assert response.status_code == 200
+    body = response.json()
+    assert [item["type"] for item in body["output"]] == ["web_search_call", "message"]
+    assert body["tool_choice"] == {"type": "web_search_preview"}
+    assert [r["body"]["tool_choice"] for r in clean_upstream.requests()] == [
+        {"type": "function", "function": {"name": "web_search"}}, "auto"]
