@@ -185,3 +185,29 @@ def test_the_echoed_hosted_tools_are_valid_for_the_openai_types(settings):
         "user_location": {"type": "approximate", "city": "Oslo", "country": None,
                           "region": None, "timezone": None}}
     assert response["tool_choice"] == {"type": "web_search_preview"}
+
+
+def test_hosted_call_items_are_accepted_as_input():
+    request = parse(input=[
+        {"type": "web_search_call", "id": "ws_1", "status": "completed",
+         "action": {"type": "search", "query": "q",
+                    "sources": [{"type": "url", "url": "https://a.org/"}]}},
+        {"type": "file_search_call", "id": "fs_2", "status": "failed", "queries": ["x"]},
+        {"role": "user", "content": "and?"}])
+    assert request.input_items[:2] == [
+        {"id": "ws_1", "type": "web_search_call", "status": "completed",
+         "action": {"type": "search", "query": "q",
+                    "sources": [{"type": "url", "url": "https://a.org/"}]}},
+        {"id": "fs_2", "type": "file_search_call", "status": "failed", "queries": ["x"],
+         "results": None}]
+
+
+@pytest.mark.parametrize("item, param", [
+    ({"type": "web_search_call", "action": "search"}, "input[0].action"),
+    ({"type": "web_search_call", "action": {"type": "search", "sources": ["u"]}},
+     "input[0].action.sources"),
+    ({"type": "file_search_call", "queries": "x"}, "input[0].queries"),
+    ({"type": "file_search_call", "status": "done"}, "input[0].status"),
+])
+def test_a_hosted_call_item_of_the_wrong_shape_is_a_400(item, param):
+    assert refusal(input=[item])["param"] == param
