@@ -10,6 +10,7 @@ web search types, which Codex sends on every request), dropped: not offered, not
 named in the `X-Gateway-Dropped-Tools` response header and counted in the
 `gateway_hosted_tools_dropped{type}` metric. Pure but for reading settings.
 """
+import functools
 import importlib.util
 
 from django.conf import settings
@@ -40,7 +41,12 @@ def web_search_available() -> bool:
 
 def file_search_available() -> bool:
     """The vector stores app (its search service) is part of this deployment."""
-    return settings.FILE_SEARCH_ENABLED and importlib.util.find_spec("vector_stores") is not None
+    return settings.FILE_SEARCH_ENABLED and _vector_stores_installed()
+
+
+@functools.cache
+def _vector_stores_installed() -> bool:
+    return importlib.util.find_spec("vector_stores") is not None
 
 
 def unavailable_reason(tool: dict) -> str | None:

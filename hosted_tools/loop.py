@@ -81,7 +81,7 @@ class HostedTools:
 
     def _limit(self) -> int:
         return min(filter(None, (settings.HOSTED_MAX_TOOL_CALLS,
-                                 self.job.request["params"].get("max_tool_calls"))))
+                                 self.job.request["params"].get("max_tool_calls"))), default=0)
 
     def as_function_items(self, items: list[dict]) -> list[dict]:
         """This run's hosted calls as the function calls the model made and the exact text
