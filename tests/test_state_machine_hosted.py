@@ -214,3 +214,12 @@ def test_hosted_items_replay_as_the_call_and_its_result():
         {"type": "function_call_output", "call_id": "fs_2", "status": "completed",
          "output": "Searched for 'deploy' (the results of this search were not kept)."},
     ]
+
+
+def test_the_queries_of_a_call_in_every_shape_a_model_sends():
+    from responses_app.translation.hosted_items import queries_of
+
+    assert [queries_of("web_search", a) for a in (
+        '{"query": " python "}', '{"queries": ["a", " ", "b"]}', '"bare"', "not json",
+        "{}", '{"query": 7}', "[1]", "")] == [
+        ["python"], ["a", "b"], ["bare"], ["not json"], [], [], [], []]
