@@ -108,13 +108,48 @@ def file_search_tool(tool: dict, param: str) -> dict:
             raise InvalidRequest(f"'{param}.{name}' must be an object.",
                                  param=f"{param}.{name}", code="invalid_type")
     filters = tool.get("filters")
-    if filters is not None and not isinstance(filters.get("type"), str):
-        raise InvalidRequest(f"'{param}.filters' must be a comparison or compound filter "
-                             f"(with a 'type').", param=f"{param}.filters.type",
-                             code="invalid_value")
+    if filters is not None:
+        check_attribute_filter(filters, f"{param}.filters")
     return {"type": "file_search", "vector_store_ids": list(dict.fromkeys(ids)),
             "max_num_results": count, "ranking_options": tool.get("ranking_options"),
             "filters": filters}
+
+
+COMPARISONS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "nin")
+COMPOUNDS = ("and", "or")
+MAX_FILTER_DEPTH = 8
+
+
+def check_attribute_filter(value, param: str, depth: int = 0) -> None:
+    """OpenAI's attribute filter: a comparison `{type: eq|ne|gt|gte|lt|lte|in|nin, key,
+    value}` or a compound `{type: and|or, filters: [...]}` (400 naming the part at fault)."""
+    if not isinstance(value, dict) or value.get("type") not in COMPARISONS + COMPOUNDS:
+        raise InvalidRequest(f"'{param}' must be a comparison filter (type one of "
+                             f"{', '.join(COMPARISONS)}) or a compound filter (and, or).",
+                             param=f"{param}.type", code="invalid_value")
+    if value["type"] in COMPOUNDS:
+        inner = value.get("filters")
+        if not isinstance(inner, list) or not inner or depth >= MAX_FILTER_DEPTH:
+            raise InvalidRequest(f"'{param}.filters' must be a non-empty list of filters "
+                                 f"(at most {MAX_FILTER_DEPTH} deep).",
+                                 param=f"{param}.filters", code="invalid_value")
+        for index, part in enumerate(inner):
+            check_attribute_filter(part, f"{param}.filters[{index}]", depth + 1)
+        return
+    if not isinstance(value.get("key"), str) or not value["key"]:
+        raise InvalidRequest(f"'{param}.key' must be an attribute name.",
+                             param=f"{param}.key", code="invalid_value")
+    compared = value.get("value")
+    if value["type"] in ("in", "nin"):
+        wanted = "a list of strings or numbers"
+        valid = isinstance(compared, list) and all(
+            isinstance(v, str | int | float) and not isinstance(v, bool) for v in compared)
+    else:
+        wanted = "a string, number or boolean"
+        valid = isinstance(compared, str | int | float | bool)
+    if not valid:
+        raise InvalidRequest(f"'{param}.value' must be {wanted}.", param=f"{param}.value",
+                             code="invalid_value")
 
 
 def check_hosted_tool_count(tools: list[dict]) -> None:

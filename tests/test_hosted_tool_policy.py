@@ -91,6 +91,18 @@ def test_web_search_with_a_backend_is_kept_normalized(settings):
     assert request.dropped_tools == []
 
 
+def test_file_search_filters_of_openai_shape_pass_the_shape_check(settings):
+    """Checked before availability: with file search disabled, a valid filter reaches the
+    refusal of the tool (not a shape error)."""
+    settings.FILE_SEARCH_ENABLED = False
+    assert refusal(tools=[{"type": "file_search", "vector_store_ids": ["vs_1"], "filters": {
+        "type": "or", "filters": [{"type": "eq", "key": "team", "value": "ops"},
+                                  {"type": "and", "filters": [
+                                      {"type": "nin", "key": "year", "value": [2024, 2025]},
+                                      {"type": "gte", "key": "pages", "value": 3.5}]}]}}])[
+        "code"] == "unsupported_tool"
+
+
 def test_file_search_is_refused_when_disabled(settings):
     settings.FILE_SEARCH_ENABLED = False
     assert refusal(tools=[{"type": "file_search", "vector_store_ids": ["vs_1"]}]) == {
@@ -108,6 +120,14 @@ def test_file_search_is_refused_when_disabled(settings):
      "tools[0].max_num_results"),
     ({"type": "file_search", "vector_store_ids": ["vs_1"], "filters": {"key": "a"}},
      "tools[0].filters.type"),
+    ({"type": "file_search", "vector_store_ids": ["vs_1"],
+      "filters": {"type": "and", "filters": [{"type": "eq", "key": "team", "value": "ops"},
+                                             {"type": "in", "key": "year", "value": 2026}]}},
+     "tools[0].filters.filters[1].value"),
+    ({"type": "file_search", "vector_store_ids": ["vs_1"],
+      "filters": {"type": "or", "filters": []}}, "tools[0].filters.filters"),
+    ({"type": "file_search", "vector_store_ids": ["vs_1"],
+      "filters": {"type": "gt", "value": 3}}, "tools[0].filters.key"),
     ({"type": "web_search", "search_context_size": "huge"}, "tools[0].search_context_size"),
     ({"type": "web_search", "filters": {"allowed_domains": "example.org"}},
      "tools[0].filters.allowed_domains"),
