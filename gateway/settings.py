@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "responses_app",
     "conversations",
     "mcp_tools",
+    "hosted_tools",
     "accounting",
     "observability",
     "upstreams",

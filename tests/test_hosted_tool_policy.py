@@ -231,3 +231,20 @@ def test_hosted_call_items_are_accepted_as_input():
 ])
 def test_a_hosted_call_item_of_the_wrong_shape_is_a_400(item, param):
     assert refusal(input=[item])["param"] == param
+
+
+def test_system_checks_refuse_an_unusable_search_setup(settings):
+    from hosted_tools.checks import drop_list_names_hosted_tools, web_search_backend_is_usable
+
+    cases = [("bing", "", ""), ("searxng", "", ""), ("brave", "", ""),
+             ("searxng", "http://search.lan", ""), ("brave", "", "key"), ("", "", "")]
+    found = []
+    for backend, url, key in cases:
+        settings.WEB_SEARCH_BACKEND, settings.WEB_SEARCH_URL = backend, url
+        settings.WEB_SEARCH_API_KEY = key
+        found.append([e.id for e in web_search_backend_is_usable(None)])
+    assert found == [["hosted_tools.E001"], ["hosted_tools.E002"], ["hosted_tools.E003"],
+                     [], [], []]
+    settings.HOSTED_TOOLS_DROP_UNAVAILABLE = ["web_search", "websearch"]
+    assert [e.msg for e in drop_list_names_hosted_tools(None)] == [
+        "HOSTED_TOOLS_DROP_UNAVAILABLE names unknown tool types: websearch."]
