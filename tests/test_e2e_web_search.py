@@ -80,7 +80,7 @@ def test_sdk_streams_a_web_search_that_cites_and_a_chain_continues(
     clean_upstream.clear()
     follow = openai_client.responses.create(model="fake-echo", previous_response_id=final.id,
                                             input="thanks")
-    sources = "".join(f"[{n}] {url} ({url})\n\n\n" for n, (_, url, _) in enumerate(PAGES, 1))
+    sources = "".join(f"[{n}] {url}\n\n" for n, (_, url, _) in enumerate(PAGES, 1))
     assert follow.output_text == (
         f"user: {CALL_LINE}\n"
         f'assistant.tool_calls: web_search({{"query":"python 3.14"}})\n'

@@ -207,7 +207,7 @@ def test_hosted_items_replay_as_the_call_and_its_result():
         {"type": "function_call", "id": "ws_1", "call_id": "ws_1", "name": "web_search",
          "arguments": '{"query":"python"}', "status": "completed"},
         {"type": "function_call_output", "call_id": "ws_1", "status": "completed",
-         "output": 'Results for "python":\n\n[1] https://python.org/ (https://python.org/)\n\n\n'
+         "output": 'Results for "python":\n\n[1] https://python.org/\n\n'
                    "Cite a result you use by its number in square brackets, like [1]."},
         {"type": "function_call", "id": "fs_2", "call_id": "fs_2", "name": "file_search",
          "arguments": '{"queries":["deploy"]}', "status": "completed"},

@@ -153,9 +153,11 @@ def result_text(kind: str, queries: list[str], results: list | None, first_numbe
     lines = [f"Results for {quoted}:"]
     for number, result in enumerate(results, first_number):
         if kind == WEB_SEARCH:
-            lines.append(f"[{number}] {result.title} ({result.url})\n{result.text}")
+            head = (f"[{number}] {result.url}" if result.title == result.url
+                    else f"[{number}] {result.title} ({result.url})")
         else:
-            lines.append(f"[{number}] {result.filename}\n{result.text}")
+            head = f"[{number}] {result.filename}"
+        lines.append(f"{head}\n{result.text}" if result.text else head)
     lines.append(CITE_HINT)
     return "\n\n".join(lines)
 
