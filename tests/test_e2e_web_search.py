@@ -4,6 +4,7 @@ SDK's stream of a response that searches and cites, its exact events and items, 
 upstream requests, its stream replayed, a chain continuing after it; the Agents SDK's WebSearchTool in a run;
 and the header naming a dropped tool."""
 import asyncio
+import time
 
 import httpx
 from agents import Agent, OpenAIResponsesModel, RunConfig, Runner, WebSearchTool
@@ -25,6 +26,16 @@ RESULT_TEXT = (
     f"[2] {PAGES[1][0]} ({PAGES[1][1]})\n{PAGES[1][2]}\n\n"
     f"[3] {PAGES[2][0]} ({PAGES[2][1]})\n{PAGES[2][2]}\n\n"
     "Cite a result you use by its number in square brackets, like [1].")
+SEARCH_AND_CITE_EVENTS = [
+    "response.created", "response.in_progress",
+    "response.output_item.added", "response.web_search_call.in_progress",
+    "response.web_search_call.searching", "response.web_search_call.completed",
+    "response.output_item.done",
+    "response.output_item.added", "response.content_part.added",
+    "response.output_text.delta", "response.output_text.delta",
+    "response.output_text.annotation.added", "response.output_text.annotation.added",
+    "response.output_text.done", "response.content_part.done",
+    "response.output_item.done", "response.completed"]
 ANNOTATIONS = [
     {"type": "url_citation", "start_index": 9, "end_index": 12, "title": PAGES[0][0],
      "url": PAGES[0][1]},
@@ -45,16 +56,7 @@ def test_sdk_streams_a_web_search_that_cites_and_a_chain_continues(
         replayed = dumped(replay)  # the stored stream, resumed from the start
     check_stream(replayed)
     assert [e["type"] for e in replayed] == [e["type"] for e in events]
-    assert [e["type"] for e in events] == [
-        "response.created", "response.in_progress",
-        "response.output_item.added", "response.web_search_call.in_progress",
-        "response.web_search_call.searching", "response.web_search_call.completed",
-        "response.output_item.done",
-        "response.output_item.added", "response.content_part.added",
-        "response.output_text.delta", "response.output_text.delta",
-        "response.output_text.annotation.added", "response.output_text.annotation.added",
-        "response.output_text.done", "response.content_part.done",
-        "response.output_item.done", "response.completed"]
+    assert [e["type"] for e in events] == SEARCH_AND_CITE_EVENTS
     call = final.output[0]
     assert isinstance(call, ResponseFunctionWebSearch)
     assert call.model_dump(mode="json", exclude_unset=True) == {
@@ -139,3 +141,21 @@ def test_a_forced_search_is_forced_once(api, clean_upstream):
     assert body["tool_choice"] == {"type": "web_search_preview"}
     assert [r["body"]["tool_choice"] for r in clean_upstream.requests()] == [
         {"type": "function", "function": {"name": "web_search"}}, "auto"]
+
+
+def test_a_background_response_searches_and_resumes(openai_client):
+    created = openai_client.responses.create(
+        model="fake-citing-caller", input=CALL_LINE, background=True,
+        tools=[{"type": "web_search"}])
+    for _ in range(300):  # bounded: 300 polls of 0.05 s
+        polled = openai_client.responses.retrieve(created.id)
+        if polled.status not in ("queued", "in_progress"):
+            break
+        time.sleep(0.05)
+    assert (polled.status, [item.type for item in polled.output]) == (
+        "completed", ["web_search_call", "message"])
+    assert polled.output[0].action.model_dump(exclude_unset=True) == {
+        "type": "search", "query": "python 3.14"}
+    with openai_client.responses.retrieve(created.id, stream=True, starting_after=1) as stream:
+        tail = dumped(stream)
+    assert [e["type"] for e in tail] == SEARCH_AND_CITE_EVENTS[2:]
