@@ -21,16 +21,33 @@ def refusal(**fields) -> dict:
     return {"message": error.message, "param": error.param, "code": error.code}
 
 
-def test_the_catalog_names_every_tool_type_of_the_openai_schema():
+def schema_tool_types() -> set[str]:
+    """The tool types of the installed openai SDK's ToolParam."""
     from typing import get_args, get_type_hints
 
     from openai.types.responses.tool_param import ToolParam
 
-    schema_types = set()
+    types = set()
     for param in get_args(ToolParam):
-        schema_types |= set(get_args(get_type_hints(param)["type"]))
+        types |= set(get_args(get_type_hints(param)["type"]))
+    return types
+
+
+def test_the_catalog_names_every_tool_type_of_the_openai_schema():
+    schema_types = schema_tool_types()
     assert schema_types - set(HOSTED_TYPES) == {"function", "mcp", "custom", "namespace"}
     assert set(HOSTED_TYPES) - schema_types == set()
+
+
+def test_the_behaviour_doc_has_one_row_per_tool_type():
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).parent.parent / "docs" / "behaviour.md").read_text()
+    table = doc[doc.index("| tool type | what happens |"):]
+    table = table[:table.index("\n\n")]
+    rows = re.findall(r"^\| `([a-z0-9_]+)` \|", table, re.MULTILINE)
+    assert sorted(rows) == sorted(schema_tool_types())
 
 
 @pytest.mark.parametrize("kind", sorted(UNBACKED_TYPES))
