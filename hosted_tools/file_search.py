@@ -19,6 +19,7 @@ class FileSearchFailed(Exception):
 
 async def search_files(tenant_id: int, tool: dict, queries: list[str]) -> list[FileResult]:
     """The best results over the queries (FileSearchFailed when a store is not found)."""
+    # imported here: the vector stores app is optional (catalog.file_search_available)
     from vector_stores.search import VectorStoreNotFound, search_stores
 
     limit = tool.get("max_num_results") or DEFAULT_MAX_RESULTS
