@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "responses_app",
     "conversations",
     "mcp_tools",
+    "hosted_tools",
     "accounting",
     "observability",
     "upstreams",
@@ -212,6 +213,27 @@ MCP_MAX_RESULT_BYTES = env.int("MCP_MAX_RESULT_BYTES", default=1_000_000)
 # MCP calls one response may make, whatever `max_tool_calls` says.
 MCP_MAX_TOOL_CALLS = env.int("MCP_MAX_TOOL_CALLS", default=20)
 # Fernet keys (comma-separated, newest first) for registered servers' credentials; empty
+
+# --- hosted tools run by the gateway (hosted_tools/) ----------------------------------------
+# Hosted tool types that, when this deployment cannot run them, are dropped (not offered,
+# named in the X-Gateway-Dropped-Tools header, counted) instead of refused with a 400.
+HOSTED_TOOLS_DROP_UNAVAILABLE = env.list(
+    "HOSTED_TOOLS_DROP_UNAVAILABLE",
+    default=["web_search", "web_search_2025_08_26", "web_search_preview",
+             "web_search_preview_2025_03_11"])
+# Hosted tool calls (web and file searches) one response may make, whatever max_tool_calls says.
+HOSTED_MAX_TOOL_CALLS = env.int("HOSTED_MAX_TOOL_CALLS", default=8)
+# web_search: "" (none: the tool is dropped or refused), "searxng" or "brave".
+WEB_SEARCH_BACKEND = env.str("WEB_SEARCH_BACKEND", default="")
+# The backend's base URL: a SearXNG instance (its /search answers format=json), or Brave's
+# API (default https://api.search.brave.com/res/v1).
+WEB_SEARCH_URL = env.str("WEB_SEARCH_URL", default="")
+WEB_SEARCH_API_KEY = env.str("WEB_SEARCH_API_KEY", default="")
+WEB_SEARCH_TIMEOUT_SECONDS = env.float("WEB_SEARCH_TIMEOUT_SECONDS", default=15.0)
+# CIDRs the search backend may be reached at although not public (a SearXNG on the LAN, tests).
+WEB_SEARCH_EGRESS_ALLOWLIST = env.list("WEB_SEARCH_EGRESS_ALLOWLIST", default=[])
+# file_search runs against the tenant's vector stores (the vector_stores app); False refuses it.
+FILE_SEARCH_ENABLED = env.bool("FILE_SEARCH_ENABLED", default=True)
 
 # --- event bus and worker: Redis + Celery when REDIS_URL is set, else in-process -----------
 REDIS_URL = env.str("REDIS_URL", default="")
