@@ -25,7 +25,7 @@ SECRET_KEY = env.str("SECRET_KEY", default="dev-insecure-change-me-" + "0" * 40)
 INSTALLED_APPS = [
     "daphne",
     "gateway",  # its system checks (gateway/checks.py)
-    "django.contrib.admin",
+    "dashboard.apps.GatewayAdminConfig",  # django.contrib.admin, its index the dashboard
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "upstreams",
     "client_checks",
     "api_schema",
+    "dashboard",
 ]
 
 MIDDLEWARE = [
@@ -268,6 +269,13 @@ CELERY_BEAT_SCHEDULE = {
         "task": "responses_app.prune_responses",
         "schedule": RETENTION_PRUNE_INTERVAL_SECONDS,
         "options": {"expires": RETENTION_PRUNE_INTERVAL_SECONDS},
+    },
+    # The dashboard's rollups (dashboard/rollup.py): each UTC hour and day is written once,
+    # an hour after it ended.
+    "dashboard-rollup": {
+        "task": "dashboard.roll_up_buckets",
+        "schedule": 3600,
+        "options": {"expires": 3600},
     },
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
