@@ -98,3 +98,21 @@ def test_another_tenants_store_fails_the_call_as_not_found(
     assert response.output[0].model_dump(mode="json", exclude_unset=True) == {
         "id": response.output[0].id, "type": "file_search_call", "status": "failed",
         "queries": ["when do deploys happen"], "results": None}
+
+
+def test_a_query_the_embedding_upstream_fails_fails_the_call(openai_client, clean_upstream):
+    from tests.fake_upstream import FAKE_EMBEDDING_FAILURE
+
+    store_id, _ = store_with_files(openai_client)
+    response = openai_client.responses.create(
+        model="fake-citing-caller",
+        input=f'call file_search {{"queries": ["{FAKE_EMBEDDING_FAILURE}"]}}',
+        tools=[{"type": "file_search", "vector_store_ids": [store_id]}])
+    assert response.status == "completed"
+    assert response.output[0].model_dump(mode="json", exclude_unset=True) == {
+        "id": response.output[0].id, "type": "file_search_call", "status": "failed",
+        "queries": [FAKE_EMBEDDING_FAILURE], "results": None}
+    chats = [r for r in clean_upstream.requests() if r["path"] == "/v1/chat/completions"]
+    assert chats[1]["body"]["messages"][2]["content"] == (  # the model is told why
+        f'The search for "{FAKE_EMBEDDING_FAILURE}" failed: The embedding upstream '
+        "'default' answered 500: embedding backend exploded")
