@@ -14,6 +14,7 @@ urlpatterns = [
     path("v1/openapi.json", OpenApiDocument.as_view()),
     path("v1/usage", UsageView.as_view()),
     path("v1/", include("conversations.urls")),
+    path("v1/", include("chat_completions.urls")),
     # last under /v1: its final route is the catch-all JSON 404
     path("v1/", include("responses_app.api.urls")),
     path("", include("observability.urls")),

@@ -1,0 +1,104 @@
+"""A chat completion's events from the bus to its client: SSE (`data: <chunk>` lines,
+comment lines for tool activity, `: keep-alive` while nothing flows, `data: [DONE]` after
+the last chunk), or the final `chat.completion` as one JSON body.
+
+As for responses (responses_app.api.relay), the answer waits for the run's first entry,
+so an upstream that refuses before it starts is a plain HTTP error (a 429 stays a 429).
+A failure after the stream started is one `data: {"error": ...}` event, and no `[DONE]`.
+"""
+from django.conf import settings
+
+from observability.metrics import ACTIVE_STREAMS
+from responses_app.api.relay import SSE_HEADERS, Reply, json_reply
+from responses_app.bus import KEEPALIVE
+from responses_app.errors import ServiceUnavailable
+from responses_app.translation.sse import KEEPALIVE as KEEPALIVE_BYTES
+
+from .events import COMPLETION, DONE, events_of, sse
+
+
+async def stream_reply(subscription, abandoned=None) -> Reply:
+    try:
+        first = await _first_entry(subscription)
+    except BaseException:
+        subscription.close()
+        raise
+    if first.error is not None:
+        subscription.close()
+        return _error_reply(first.error)
+    return Reply(200, SSE_HEADERS, stream=_sse_body(subscription, first, abandoned))
+
+
+async def final_reply(subscription) -> Reply:
+    try:
+        entry = await _first_entry(subscription)
+        while not entry.end:
+            entry = await subscription.get()
+    finally:
+        subscription.close()
+    if entry.error is not None:
+        return _error_reply(entry.error)
+    events = events_of(entry.data)
+    last = events[-1] if events else {"error": {
+        "message": "The chat completion was cancelled.", "type": "invalid_request_error",
+        "param": None, "code": "cancelled"}}
+    if last.get("object") == COMPLETION:
+        return json_reply(200, last)
+    status = 504 if last["error"].get("code") in ("request_timeout", "upstream_timeout") else 502
+    return json_reply(status, last)
+
+
+async def _first_entry(subscription):
+    entry = await subscription.get(settings.UPSTREAM_TIMEOUT + settings.UPSTREAM_CONNECT_TIMEOUT)
+    if entry is KEEPALIVE:
+        raise ServiceUnavailable("No worker started this chat completion in time; retry shortly.")
+    return entry
+
+
+def _error_reply(error: dict) -> Reply:
+    return json_reply(error["status"], error["body"], error.get("headers"))
+
+
+async def _sse_body(subscription, entry, abandoned):
+    keepalive = settings.SSE_KEEPALIVE_SECONDS
+    finished = False
+    ACTIVE_STREAMS.inc()
+    try:
+        while True:
+            if entry is KEEPALIVE:
+                yield KEEPALIVE_BYTES
+            elif entry.error is not None:
+                finished = True
+                return  # the bus failed under us: the connection ends without [DONE]
+            else:
+                blocks = [entry.data]
+                while not entry.end and subscription.pending:  # what else arrived: one write
+                    entry = subscription.pending.popleft()
+                    if entry.error is not None:
+                        break
+                    blocks.append(entry.data)
+                data = sse(b"".join(blocks))
+                if entry.end and entry.error is None:
+                    finished = True
+                    if _completed(entry.data):
+                        data += DONE
+                    if data:
+                        yield data
+                    return
+                if data:
+                    yield data
+                if entry.error is not None:
+                    finished = True
+                    return
+            entry = await subscription.get(keepalive)
+    finally:
+        ACTIVE_STREAMS.dec()
+        subscription.close()
+        if not finished and abandoned is not None:
+            await abandoned()
+
+
+def _completed(data: bytes) -> bool:
+    """Whether the end entry's last event is the completion (not an error)."""
+    last = data.rstrip(b"\n").rsplit(b"\n\n", 1)[-1]
+    return last.startswith(b'{"object":"chat.completion",')
