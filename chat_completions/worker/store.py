@@ -1,17 +1,55 @@
 """A finished chat completion committed: its row (if `store`) and its usage (always: a chat
-completion counts against the tenant's quota as a response does), in one transaction."""
+completion counts against the tenant's quota as a response does), atomically.
+
+On Postgres it is one statement (the row's INSERT, or a one-row SELECT when not stored,
+then accounting.usage's USAGE_AFTER_STORE_CTES), as a response's store is: one round
+trip instead of four (BEGIN, the usage row, the day's row, COMMIT) on the way to the
+completion's end. Elsewhere the ORM writes them in a transaction.
+"""
 from datetime import datetime, timezone
 
-from django.db import transaction
+import orjson
+from django.db import connection, transaction
 
-from accounting.usage import record_response_usage
+from accounting.usage import USAGE_AFTER_STORE_CTES, record_response_usage, token_counts
 
 from ..jobs import ChatJob
 from ..models import StoredChatCompletion
 
+TABLE = StoredChatCompletion._meta.db_table
+STORED_ROW = f"""
+INSERT INTO {TABLE} (id, tenant_id, model, created_at, metadata, request_messages, completion)
+VALUES (%(id)s, %(tenant_id)s, %(model)s, %(created_at)s, %(metadata)s::jsonb,
+        %(messages)s::jsonb, %(completion)s::jsonb)
+RETURNING id, tenant_id, model, 'completed'::varchar AS status
+"""
+UNSTORED_ROW = """
+SELECT %(id)s::varchar AS id, %(tenant_id)s::bigint AS tenant_id, %(model)s::varchar AS model,
+       'completed'::varchar AS status
+"""
+STORE_SQL = f"WITH stored AS ({STORED_ROW}), {USAGE_AFTER_STORE_CTES} SELECT count(*) FROM stored"
+USAGE_SQL = f"WITH stored AS ({UNSTORED_ROW}), {USAGE_AFTER_STORE_CTES} SELECT count(*) FROM stored"
+
 
 def store_completion(job: ChatJob, completion: dict) -> int:
     """Commit the completion and its usage; the tokens it used."""
+    resource = usage_resource(completion)
+    if connection.vendor != "postgresql":
+        return _store_with_orm(job, completion, resource)
+    counts = token_counts(resource)
+    params = {"id": job.id, "tenant_id": job.tenant_id, "model": job.model,
+              "api_key_id": job.context.get("api_key_id"), **counts}
+    if job.store:
+        params.update(created_at=datetime.fromtimestamp(job.created, timezone.utc),
+                      metadata=orjson.dumps(job.metadata).decode(),
+                      messages=orjson.dumps(job.messages).decode(),
+                      completion=orjson.dumps({**completion, "metadata": job.metadata}).decode())
+    with connection.cursor() as cursor:
+        cursor.execute(STORE_SQL if job.store else USAGE_SQL, params)
+    return counts["input_tokens"] + counts["output_tokens"]
+
+
+def _store_with_orm(job: ChatJob, completion: dict, resource: dict) -> int:
     with transaction.atomic():
         if job.store:
             StoredChatCompletion.objects.create(
@@ -21,7 +59,7 @@ def store_completion(job: ChatJob, completion: dict) -> int:
                 completion={**completion, "metadata": job.metadata})
         return record_response_usage(response_id=job.id, tenant_id=job.tenant_id,
                                      api_key_id=job.context.get("api_key_id"), model=job.model,
-                                     resource=usage_resource(completion))
+                                     resource=resource)
 
 
 def usage_resource(completion: dict) -> dict:
