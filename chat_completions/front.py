@@ -6,6 +6,7 @@ Like `POST /v1/responses`, it runs on the event loop and reads no database when 
 and the tenant's limits are remembered; otherwise admission goes to a database thread.
 """
 import asyncio
+import os
 import time
 from functools import partial
 
@@ -29,8 +30,6 @@ CLIENT_CLOSED = 499
 
 
 def new_completion_id() -> str:
-    import os
-
     return "chatcmpl-" + os.urandom(16).hex()
 
 

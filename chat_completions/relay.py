@@ -6,12 +6,15 @@ As for responses (responses_app.api.relay), the answer waits for the run's first
 so an upstream that refuses before it starts is a plain HTTP error (a 429 stays a 429).
 A failure after the stream started is one `data: {"error": ...}` event, and no `[DONE]`.
 """
+import asyncio
+import time
+
 from django.conf import settings
 
 from observability.metrics import ACTIVE_STREAMS
 from responses_app.api.relay import SSE_HEADERS, Reply, json_reply
 from responses_app.bus import KEEPALIVE
-from responses_app.errors import ServiceUnavailable
+from responses_app.errors import ServiceUnavailable, error_body
 from responses_app.translation.sse import KEEPALIVE as KEEPALIVE_BYTES
 
 from .events import COMPLETION, DONE, events_of, sse
@@ -32,8 +35,12 @@ async def stream_reply(subscription, abandoned=None) -> Reply:
 async def final_reply(subscription) -> Reply:
     try:
         entry = await _first_entry(subscription)
-        while not entry.end:
-            entry = await subscription.get()
+        async with asyncio.timeout(settings.RUN_DEADLINE_SECONDS):  # a worker that died
+            while not entry.end:
+                entry = await subscription.get()
+    except TimeoutError:
+        return json_reply(504, error_body("The chat completion did not end in time.",
+                                          "server_error", None, "run_deadline_exceeded"))
     finally:
         subscription.close()
     if entry.error is not None:
@@ -61,11 +68,15 @@ def _error_reply(error: dict) -> Reply:
 
 async def _sse_body(subscription, entry, abandoned):
     keepalive = settings.SSE_KEEPALIVE_SECONDS
+    deadline = time.monotonic() + settings.RUN_DEADLINE_SECONDS  # a worker that died
     finished = False
     ACTIVE_STREAMS.inc()
     try:
         while True:
             if entry is KEEPALIVE:
+                if time.monotonic() > deadline:
+                    finished = True
+                    return  # ends without [DONE]: the client sees an incomplete stream
                 yield KEEPALIVE_BYTES
             elif entry.error is not None:
                 finished = True

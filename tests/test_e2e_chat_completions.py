@@ -320,3 +320,44 @@ def test_a_chat_completion_counts_against_the_same_quota_as_a_response(productio
     results = [r for bucket in usage["data"] for r in bucket["results"]]
     assert [(r["num_model_requests"], r["input_tokens"], r["output_tokens"])
             for r in results] == [(2, 24, 10)]
+
+
+# --- a framework that speaks Chat Completions -----------------------------------------------
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_langchain_chat_openai_runs_a_tool_loop(production, tenant_key, clean_upstream,
+                                                streaming):
+    from langchain_core.messages import HumanMessage, ToolMessage
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+
+    @tool
+    def get_weather(city: str) -> str:
+        """The weather of a city."""
+        return f"sunny in {city}"
+
+    @tool
+    def get_time(tz: str) -> str:
+        """The time in a time zone."""
+        return f"12:00 {tz}"
+
+    tools = {"get_weather": get_weather, "get_time": get_time}
+    model = ChatOpenAI(model="fake-sequential-caller", base_url=production.base_url,
+                       api_key=tenant_key, use_responses_api=False, streaming=streaming,
+                       max_retries=0).bind_tools(list(tools.values()))
+    messages = [HumanMessage('call get_weather {"city": "Paris"}\ncall get_time {"tz": "UTC"}')]
+    for _ in range(3):
+        reply = model.invoke(messages)
+        messages.append(reply)
+        if not reply.tool_calls:
+            break
+        for call in reply.tool_calls:
+            messages.append(ToolMessage(tools[call["name"]].invoke(call["args"]),
+                                        tool_call_id=call["id"]))
+    assert [(type(m).__name__, m.content) for m in messages[1:]] == [
+        ("AIMessage", "Calling get_weather."), ("ToolMessage", "sunny in Paris"),
+        ("AIMessage", "Calling get_time."), ("ToolMessage", "12:00 UTC"),
+        ("AIMessage", "Results: sunny in Paris | 12:00 UTC")]
+    assert [[t["function"]["name"] for t in body["tools"]]
+            for body in upstream_bodies(clean_upstream)] == [["get_weather", "get_time"]] * 3
