@@ -43,9 +43,10 @@ async def create(authorization: str | None, body: bytes, exchange):
     subscription, sent = None, False
     try:
         create = parse_chat_create(_payload(body))
+        now = time.time()
         job = ChatJob(
             id=new_completion_id(), tenant_id=principal.tenant.id, model=create.model,
-            created=int(time.time()), stream=create.stream, store=create.store,
+            created=int(now), created_at=now, stream=create.stream, store=create.store,
             include_usage=create.include_usage, metadata=create.metadata,
             messages=create.messages, body=create.body,
             client_function_names=create.client_function_names,

@@ -14,7 +14,8 @@ class ChatJob:
     id: str  # chatcmpl-…
     tenant_id: int
     model: str
-    created: int  # Unix seconds
+    created: int  # Unix seconds (the object's `created`)
+    created_at: float  # Unix seconds, precisely (the stored row's order)
     stream: bool
     store: bool
     include_usage: bool

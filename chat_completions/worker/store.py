@@ -40,7 +40,7 @@ def store_completion(job: ChatJob, completion: dict) -> int:
     params = {"id": job.id, "tenant_id": job.tenant_id, "model": job.model,
               "api_key_id": job.context.get("api_key_id"), **counts}
     if job.store:
-        params.update(created_at=datetime.fromtimestamp(job.created, timezone.utc),
+        params.update(created_at=datetime.fromtimestamp(job.created_at, timezone.utc),
                       metadata=orjson.dumps(job.metadata).decode(),
                       messages=orjson.dumps(job.messages).decode(),
                       completion=orjson.dumps({**completion, "metadata": job.metadata}).decode())
@@ -54,7 +54,7 @@ def _store_with_orm(job: ChatJob, completion: dict, resource: dict) -> int:
         if job.store:
             StoredChatCompletion.objects.create(
                 id=job.id, tenant_id=job.tenant_id, model=job.model,
-                created_at=datetime.fromtimestamp(job.created, timezone.utc),
+                created_at=datetime.fromtimestamp(job.created_at, timezone.utc),
                 metadata=job.metadata, request_messages=job.messages,
                 completion={**completion, "metadata": job.metadata})
         return record_response_usage(response_id=job.id, tenant_id=job.tenant_id,
