@@ -2,7 +2,7 @@
 whole job (a chat completion has no row to claim: it is stored when it ends), marked
 `"chat"` so the worker's run entry tells it from a response's (responses_app.jobs reads
 it with `chat_job_of`). Both sides import this module; it imports neither."""
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 
 import orjson
 
@@ -30,11 +30,12 @@ class ChatJob:
     kind = KIND
 
     def message(self, trace: dict | None = None, resent: bool = False) -> bytes:
-        fields = {"id": self.id, "chat": asdict(self)}
-        fields["chat"]["resent"] = resent or self.resent
+        job = {field.name: getattr(self, field.name) for field in fields(self)}  # no deep copy
+        job["resent"] = resent or self.resent
+        message = {"id": self.id, "chat": job}
         if trace is not None:
-            fields["trace"] = trace
-        return orjson.dumps(fields)
+            message["trace"] = trace
+        return orjson.dumps(message)
 
 
 def chat_job_of(fields: dict) -> ChatJob:

@@ -115,3 +115,17 @@ def test_events_are_json_on_the_bus_and_framed_at_the_edge():
                                + b": mcp_call t completed\n\n")
     assert sse(last.data) == b""
     assert first.after(0).data == orjson.dumps(comment("mcp_call t completed")) + b"\n\n"
+
+
+def test_a_chat_jobs_message_carries_it_and_is_told_from_a_responses():
+    from chat_completions.jobs import ChatJob
+    from responses_app.jobs import job_of_message
+    from responses_app.run_delivery import resent_form
+
+    job = ChatJob(id="chatcmpl-1", tenant_id=3, model="m", created=5, created_at=5.5,
+                  stream=True, store=False, include_usage=False, metadata={}, messages=[USER],
+                  body={"model": "m", "messages": [USER]}, client_function_names=["f"],
+                  context={"request_id": "req_1"})
+    response_id, carried, trace = job_of_message(job.message({"traceparent": "t"}))
+    assert (response_id, carried, trace) == ("chatcmpl-1", job, {"traceparent": "t"})
+    assert job_of_message(resent_form(job.message()))[1].resent is True

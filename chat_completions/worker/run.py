@@ -16,6 +16,7 @@ published, so a GET made when the client has it finds it.
 """
 import asyncio
 import logging
+import time
 
 from django.conf import settings
 
@@ -63,6 +64,7 @@ class ChatRun:
         self.first_sent = False
         self.used_tokens = 0
         self.cancelled = False
+        self.began = time.monotonic()
 
     @property
     def started(self) -> bool:
@@ -97,6 +99,7 @@ class ChatRun:
                                                   failure.code))
         except StreamFenced:
             log.warning("chat run %s lost its event stream to another writer", self.job.id)
+            await self._settled()
         except Exception:
             log.exception("chat run %s crashed", self.job.id)
             await self._failed(500, error_body(CRASHED, "server_error", None, "server_error"))
@@ -104,6 +107,12 @@ class ChatRun:
             if watch is not None:
                 watch.close()
                 cancellation().forget(self.job.id)
+            usage = self.completion.usage or {}
+            log.info("chat run %s ended", self.job.id, extra={
+                "response_id": self.job.id, "model": self.job.model,
+                "duration_ms": round((time.monotonic() - self.began) * 1000, 1),
+                "input_tokens": usage.get("prompt_tokens"),
+                "output_tokens": usage.get("completion_tokens")})
 
     def _cancel(self, running: asyncio.Future) -> None:
         self.cancelled = True
