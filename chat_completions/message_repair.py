@@ -60,7 +60,7 @@ def _messages(items: list[dict]) -> list[dict]:
                 messages.append(open_turn[1])
             open_turn[1]["tool_calls"].append(call)
         else:
-            messages.append(item.get("message") or {"role": "tool", "tool_call_id": item["call_id"],
-                                                    "content": item["output"]})
+            messages.append(item.get("message") or {
+                "role": "tool", "tool_call_id": item["call_id"], "content": item["output"]})
             open_turn = None
     return messages

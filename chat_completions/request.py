@@ -69,7 +69,8 @@ def parse_chat_create(payload) -> ChatCreate:
     body["stream"] = True
     body["stream_options"] = {"include_usage": True}
     return ChatCreate(model=model, stream=stream, store=_flag(payload, "store"),
-                      include_usage=include_usage, metadata=validated_metadata(payload.get("metadata")),
+                      include_usage=include_usage,
+                      metadata=validated_metadata(payload.get("metadata")),
                       messages=messages, body=body, client_function_names=names,
                       repairs=repaired.repairs)
 

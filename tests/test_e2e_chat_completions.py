@@ -42,7 +42,9 @@ def test_create_streamed(openai_client, clean_upstream):
     chunks = list(openai_client.chat.completions.create(
         model="fake-text", messages=[{"role": "user", "content": "hi"}], stream=True,
         stream_options={"include_usage": True}))
-    assert {c.id for c in chunks} == {chunks[0].id}
+    assert {(c.id, c.created, c.model) for c in chunks} == {(chunks[0].id, chunks[0].created,
+                                                             "fake-text")}
+    assert chunks[0].created != 1700000000  # the completion's, not the upstream's
     assert chunks[0].id.startswith("chatcmpl-")
     assert [c.choices[0].delta.content if c.choices else None for c in chunks] == [
         "", "Hello", ", world", "!", " How can I", " help?", None, None]

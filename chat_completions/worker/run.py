@@ -165,7 +165,8 @@ class ChatRun:
 
     def _forwarded(self, chunk: dict) -> dict | None:
         """The chunk as the client gets it, or None."""
-        chunk["id"], chunk["model"] = self.job.id, self.job.model
+        job = self.job
+        chunk["id"], chunk["model"], chunk["created"] = job.id, job.model, job.created
         choices = chunk.get("choices")
         if not choices:  # the usage chunk
             if not self.job.include_usage or self.tools:

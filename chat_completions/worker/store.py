@@ -24,11 +24,12 @@ VALUES (%(id)s, %(tenant_id)s, %(model)s, %(created_at)s, %(metadata)s::jsonb,
 RETURNING id, tenant_id, model, 'completed'::varchar AS status
 """
 UNSTORED_ROW = """
-SELECT %(id)s::varchar AS id, %(tenant_id)s::bigint AS tenant_id, %(model)s::varchar AS model,
-       'completed'::varchar AS status
+SELECT %(id)s::varchar AS id, %(tenant_id)s::bigint AS tenant_id,
+       %(model)s::varchar AS model, 'completed'::varchar AS status
 """
-STORE_SQL = f"WITH stored AS ({STORED_ROW}), {USAGE_AFTER_STORE_CTES} SELECT count(*) FROM stored"
-USAGE_SQL = f"WITH stored AS ({UNSTORED_ROW}), {USAGE_AFTER_STORE_CTES} SELECT count(*) FROM stored"
+STATEMENT = "WITH stored AS ({row}), {usage} SELECT count(*) FROM stored"
+STORE_SQL = STATEMENT.format(row=STORED_ROW, usage=USAGE_AFTER_STORE_CTES)
+USAGE_SQL = STATEMENT.format(row=UNSTORED_ROW, usage=USAGE_AFTER_STORE_CTES)
 
 
 def store_completion(job: ChatJob, completion: dict) -> int:
