@@ -19,6 +19,12 @@ from responses_app.translation.sse import KEEPALIVE as KEEPALIVE_BYTES
 
 from .events import COMPLETION, DONE, events_of, sse
 
+# A failure after the run started (an upstream turn after MCP calls, a stream cut short),
+# answered to a client waiting for the whole completion: the status its code stands for.
+ERROR_STATUS = {"request_timeout": 504, "upstream_timeout": 504, "cancelled": 409,
+                "rate_limit_exceeded": 429, "upstream_invalid_request": 400,
+                "model_not_found": 404}
+
 
 async def stream_reply(subscription, abandoned=None) -> Reply:
     try:
@@ -34,7 +40,7 @@ async def stream_reply(subscription, abandoned=None) -> Reply:
 
 async def final_reply(subscription) -> Reply:
     try:
-        entry = await _first_entry(subscription)
+        entry = await _first_entry(subscription)  # the run's `started` comment, or its end
         async with asyncio.timeout(settings.RUN_DEADLINE_SECONDS):  # a worker that died
             while not entry.end:
                 entry = await subscription.get()
@@ -51,8 +57,7 @@ async def final_reply(subscription) -> Reply:
         "param": None, "code": "cancelled"}}
     if last.get("object") == COMPLETION:
         return json_reply(200, last)
-    status = 504 if last["error"].get("code") in ("request_timeout", "upstream_timeout") else 502
-    return json_reply(status, last)
+    return json_reply(ERROR_STATUS.get(last["error"].get("code"), 502), last)
 
 
 async def _first_entry(subscription):

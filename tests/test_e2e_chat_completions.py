@@ -363,3 +363,19 @@ def test_langchain_chat_openai_runs_a_tool_loop(production, tenant_key, clean_up
         ("AIMessage", "Results: sunny in Paris | 12:00 UTC")]
     assert [[t["function"]["name"] for t in body["tools"]]
             for body in upstream_bodies(clean_upstream)] == [["get_weather", "get_time"]] * 3
+
+
+def test_an_upstream_failing_mid_stream(api):
+    dropped = {"error": {"message": "The upstream connection failed mid-stream: the upstream "
+                                    "closed the connection", "type": "server_error",
+                         "param": None, "code": "server_error"}}
+    whole = api.post("/chat/completions", json={
+        "model": "fake-drop", "messages": [{"role": "user", "content": "hi"}]})
+    assert (whole.status_code, whole.json()) == (502, dropped)
+    with api.stream("POST", "/chat/completions", json={
+            "model": "fake-drop", "stream": True,
+            "messages": [{"role": "user", "content": "hi"}]}) as response:
+        blocks = [b for b in response.read().split(b"\n\n") if b]
+    assert [json.loads(b[6:])["choices"][0]["delta"] for b in blocks[:-1]] == [
+        {"role": "assistant", "content": ""}, {"content": "Hello"}]
+    assert json.loads(blocks[-1][6:]) == dropped

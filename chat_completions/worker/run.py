@@ -10,7 +10,8 @@ its outcome is a comment event) and the next turn follows; otherwise the client'
 After CHAT_MAX_TOOL_ITERATIONS turns that ran MCP calls the next turn is sent with
 `tool_choice: "none"`; MCP calls the model still makes then are dropped.
 
-A non-streaming client's run publishes only the final completion. The completion (if
+A non-streaming client's run publishes a `started` comment when the upstream's first
+chunks arrive, then only the final completion. The completion (if
 `store`) and its usage are committed, and the admission settled, before the end is
 published, so a GET made when the client has it finds it.
 """
@@ -154,6 +155,10 @@ class ChatRun:
         async with open_chat_stream(route, body, settings.STREAM_BATCH_MS / 1000,
                                     retry) as batches:
             async for chunks in batches:
+                if not self.job.stream and not self.started:
+                    # a client waiting for the whole completion learns that its run started
+                    # (the front waits for a first entry no longer than for a first byte)
+                    await self.emit([comment("started")])
                 events = []
                 for chunk in chunks:
                     self.completion.feed(chunk)
