@@ -14,6 +14,7 @@ import orjson
 
 from accounting import ratelimit
 from observability.request_context import bind_request_id
+from responses_app.api.stream_views import _body, _django  # the Responses front's own
 from responses_app.api.streaming import cancel_abandoned
 from responses_app.auth import remembered_principal, resolve_api_key
 from responses_app.bus import event_bus
@@ -88,8 +89,6 @@ def _payload(body: bytes):
 
 async def create_chat_completion(request):
     """The async view of `POST /v1/chat/completions`."""
-    from responses_app.api.stream_views import _body, _django
-
     exchange = request.exchange
     job, subscription = await create(request.headers.get("Authorization"), _body(request),
                                      exchange)
