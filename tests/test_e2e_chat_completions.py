@@ -2,6 +2,7 @@
 run queue's worker, Redis, Postgres), judged by the openai SDK's `chat.completions`
 resources and helper, with the exact requests the fake upstream received."""
 import json
+import time
 
 import httpx
 import pytest
@@ -379,3 +380,34 @@ def test_an_upstream_failing_mid_stream(api):
     assert [json.loads(b[6:])["choices"][0]["delta"] for b in blocks[:-1]] == [
         {"role": "assistant", "content": ""}, {"content": "Hello"}]
     assert json.loads(blocks[-1][6:]) == dropped
+
+
+def test_a_client_leaving_stops_an_unstored_run_and_a_stored_one_goes_on(
+        api, openai_client, clean_upstream):
+    def leave_after_five_chunks(store: bool) -> str:
+        with api.stream("POST", "/chat/completions", json={
+                "model": "bench-400-10", "stream": True, "store": store,
+                "messages": [{"role": "user", "content": "hi"}]}) as response:
+            chunks = []
+            for line in response.iter_lines():
+                if line.startswith("data: "):
+                    chunks.append(json.loads(line[6:]))
+                if len(chunks) == 5:
+                    break
+        return chunks[0]["id"]
+
+    leave_after_five_chunks(store=False)
+    wait_for(lambda: clean_upstream.stats()["disconnects"] == 1)
+    assert clean_upstream.stats()["completed"] == 0
+    stored_id = leave_after_five_chunks(store=True)
+    wait_for(lambda: clean_upstream.stats()["completed"] == 1)
+    completion = openai_client.chat.completions.retrieve(stored_id)
+    assert completion.choices[0].message.content == "".join(f"w{i} " for i in range(400))
+    assert clean_upstream.stats()["disconnects"] == 1
+
+
+def wait_for(condition, timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
