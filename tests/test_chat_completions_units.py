@@ -2,6 +2,8 @@
 the tool-message repair, the completion's accumulation across turns, the edge framing."""
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chat_completions.events import ChatStamper, comment, events_of, sse
 from chat_completions.message_repair import repair_messages
@@ -129,3 +131,27 @@ def test_a_chat_jobs_message_carries_it_and_is_told_from_a_responses():
     response_id, carried, trace = job_of_message(job.message({"traceparent": "t"}))
     assert (response_id, carried, trace) == ("chatcmpl-1", job, {"traceparent": "t"})
     assert job_of_message(resent_form(job.message()))[1].resent is True
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                 max_size=3), max_leaves=12)
+FIELDS = st.sampled_from(["model", "messages", "stream", "store", "stream_options", "metadata",
+                          "tools", "reasoning", "reasoning_effort", "role", "tool_calls",
+                          "tool_call_id", "content", "id", "function", "name"])
+MESSAGE = st.dictionaries(FIELDS, JSON | st.sampled_from(
+    ["user", "tool", "assistant", "system"]), max_size=4)
+
+
+@settings(max_examples=400, derandomize=True, deadline=None)
+@given(payload=st.dictionaries(FIELDS, JSON | st.lists(MESSAGE, max_size=4), max_size=6)
+       | JSON)
+def test_any_json_body_is_a_create_or_a_400(payload):
+    """Bad input is an OpenAI-shaped 400, never a crash (a 500)."""
+    try:
+        create = parse_chat_create(payload)
+    except InvalidRequest as refused:
+        assert refused.status == 400
+    else:
+        assert create.body["messages"] and create.body["stream"] is True
