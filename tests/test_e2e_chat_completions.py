@@ -39,6 +39,15 @@ def test_create_not_streamed(openai_client, clean_upstream):
         "chat_template_kwargs": {"thinking": False}, **UPSTREAM_EXTRAS}]
 
 
+def test_reasoning_is_kept_as_the_backend_sent_it(openai_client):
+    completion = openai_client.chat.completions.create(
+        model="fake-reasoning", messages=[{"role": "user", "content": "hi"}])
+    message = completion.choices[0].message
+    assert message.content == "Hi there!"
+    assert message.model_extra == {"reasoning_content": "Let me think. The user greets me."}
+    assert completion.usage.completion_tokens_details.reasoning_tokens == 4
+
+
 def test_create_streamed(openai_client, clean_upstream):
     chunks = list(openai_client.chat.completions.create(
         model="fake-text", messages=[{"role": "user", "content": "hi"}], stream=True,

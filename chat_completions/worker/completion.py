@@ -7,7 +7,7 @@ and usage adds up.
 """
 from dataclasses import dataclass, field
 
-TEXT_FIELDS = ("content", "reasoning_content", "refusal")
+TEXT_FIELDS = ("content", "reasoning_content", "reasoning", "refusal")  # reasoning: vLLM's
 
 
 @dataclass
@@ -20,8 +20,9 @@ class Choice:
     def message(self) -> dict:
         message = {"role": "assistant", "content": self.texts.get("content"),
                    "refusal": self.texts.get("refusal")}
-        if "reasoning_content" in self.texts:
-            message["reasoning_content"] = self.texts["reasoning_content"]
+        for name in ("reasoning_content", "reasoning"):
+            if name in self.texts:
+                message[name] = self.texts[name]
         if self.calls:
             message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
         return message

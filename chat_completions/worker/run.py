@@ -209,20 +209,18 @@ class ChatRun:
 
     async def _finish(self) -> None:
         """The closing chunks (with MCP tools), the completion stored, the end published."""
-        events = self._closing() if self.tools else []
-        if self.tools:
-            self.completion.keep_calls(set(self.job.client_function_names))
+        events = []
+        if self.tools:  # the client gets its own calls only
+            kept = self.completion.keep_calls(set(self.job.client_function_names))
+            events = self._closing(kept) if self.job.stream else []
         final = self.completion.finished()
         self.used_tokens = await blocking(store_completion, self.job, final)
         await self._settled()
         await self.emit(events + [final], end=True)
 
-    def _closing(self) -> list[dict]:
-        """With MCP tools, the chunks held back: the client's calls, the finish reason, and
-        the usage of all turns (if the client asked for it)."""
-        if not self.job.stream:
-            return []
-        kept = self.completion.keep_calls(set(self.job.client_function_names))
+    def _closing(self, kept: list[dict]) -> list[dict]:
+        """With MCP tools, the chunks held back: the client's calls (`kept`), the finish
+        reason, and the usage of all turns (if the client asked for it)."""
         finish = self.completion.choices[0].finish_reason
         head = {"id": self.job.id, "object": "chat.completion.chunk",
                 "created": self.job.created, "model": self.job.model}
