@@ -420,3 +420,20 @@ def wait_for(condition, timeout: float = 30.0):
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.1)
+
+
+def test_keep_alives_flow_while_an_mcp_call_runs(agent, production):
+    client, _ = agent
+    with httpx.Client(base_url=production.base_url, timeout=30,
+                      headers={"Authorization": f"Bearer {client.api_key}"}) as api:
+        with api.stream("POST", "/chat/completions", json={
+                "model": "fake-sequential-caller", "stream": True, "messages": [
+                    {"role": "user", "content": 'call calc__sleep {"seconds": 1.3}'}]}) as response:
+            raw = response.read().decode()
+    comments = []
+    for block in raw.split("\n\n"):  # consecutive keep-alives as one (their number is timing)
+        if block.startswith(":") and not (comments and block == comments[-1] == ": keep-alive"):
+            comments.append(block)
+    assert comments == [': mcp_call calc__sleep {"seconds": 1.3}', ": keep-alive",
+                        ": mcp_call calc__sleep completed: slept 1.3"]
+    assert raw.endswith("data: [DONE]\n\n")
