@@ -9,7 +9,8 @@ final ``data: [DONE]``; every event is parsed and checked after the run (``verif
 Two targets:
 
 * ``direct``  -- ``POST {base}/chat/completions`` on the upstream (Chat Completions chunks);
-* ``gateway`` -- ``POST {base}/responses`` on the gateway (Responses API events).
+* ``gateway`` -- ``POST {base}/responses`` on the gateway (Responses API events);
+* ``chat``    -- ``POST {base}/chat/completions`` on the gateway (the direct body, with a key).
 """
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ class Target:
         parts = urlsplit(base_url.rstrip("/"))
         if parts.hostname not in ("127.0.0.1", "localhost"):
             raise ValueError(f"refusing a non-local target: {base_url}")
-        if mode == "direct":
+        if mode in ("direct", "chat"):
             path = parts.path + "/chat/completions"
             body = {"model": model, "messages": [{"role": "user", "content": "hi"}], "stream": True,
                     "stream_options": {"include_usage": True}}
@@ -302,7 +303,7 @@ def verify_direct(body: bytes, n: int) -> str | None:
 
 def verify(target: Target, results: list[Result], keep_bodies: bool = False) -> None:
     """Set `lost` on every ok result whose events do not check out; drop the other bodies."""
-    check = verify_gateway if target.mode == "gateway" else verify_direct
+    check = verify_gateway if target.mode == "gateway" else verify_direct  # chat: direct's
     for r in results:
         if r.ok:
             r.lost = check(r.body, target.n)

@@ -340,7 +340,7 @@ async def measure(target: Target, concurrency: int, total: int, meter: Meter | N
         f"lost={summary['lost']} {summary['lost_kinds'] or ''} in {summary['wall_s']:.1f}s, "
         f"TTFD p50={_round(summary['ttfd_p50_ms'])} ms, total p50={_round(summary['total_p50_ms'])} ms"
         + (f", gateway CPU {summary['cpu'].get('web_ms_per_resp', 0) + summary['cpu'].get('worker_ms_per_resp', 0):.1f} ms/resp"
-           if meter and target.mode == "gateway" else ""))
+           if meter and target.mode != "direct" else ""))
     if "died" in summary:
         raise Aborted(f"{label}: {summary['died']}", summary)
     return summary
@@ -348,7 +348,7 @@ async def measure(target: Target, concurrency: int, total: int, meter: Meter | N
 
 async def run_matrix(upstream_url: str, gateway_url: str, api_key: str, meter: Meter,
                      matrix: list, streams: int, processes: dict, report: dict,
-                     lockstep: bool = False) -> None:
+                     lockstep: bool = False, chat_first: bool = False) -> None:
     """Fill `report["cells"]` and `report["streams_check"]` as the cells complete, so a
     run that stops half-way still has the cells it finished."""
     log("waiting for the gateway and its worker to serve a stream ...")
@@ -361,7 +361,11 @@ async def run_matrix(upstream_url: str, gateway_url: str, api_key: str, meter: M
         # clients start spread over one response's time, as independent clients are (not
         # all at one instant, then in lockstep), unless --lockstep
         ramp = 0.0 if lockstep else N_CHUNKS * pacing / 1000
-        for mode, base, key in (("direct", upstream_url, None), ("gateway", gateway_url, api_key)):
+        modes = [("direct", upstream_url, None), ("gateway", gateway_url, api_key),
+                 ("chat", gateway_url, api_key)]
+        if chat_first:  # paired rounds: the two gateway paths in both orders
+            modes[1:] = modes[:0:-1]
+        for mode, base, key in modes:
             target = Target.make(mode, base, model, N_CHUNKS, key)
             try:
                 cell[mode] = await measure(target, concurrency, total, meter,
@@ -428,7 +432,7 @@ def render(report: dict) -> str:
     ]
     for cell in report.get("cells", []):
         direct = cell["direct"]
-        for mode in ("direct", "gateway"):
+        for mode in ("direct", "gateway", "chat"):
             s = cell.get(mode)
             if s is None:
                 continue
@@ -436,7 +440,7 @@ def render(report: dict) -> str:
             row = [str(cell["pacing_ms"]), str(cell["concurrency"]), mode, str(s["issued"] + s["skipped"]),
                    str(s["ok"]), str(s["errors"]), str(s["lost"]), _f(s["rps"]), _f(s["ttfd_p50_ms"]),
                    _f(s["ttfd_p99_ms"]), _f(s["total_p50_ms"]), _f(s["total_p99_ms"])]
-            if mode == "gateway":
+            if mode != "direct":  # the gateway's Responses and Chat Completions paths
                 gw = (cpu.get("web_ms_per_resp") or 0) + (cpu.get("worker_ms_per_resp") or 0)
                 mem = s.get("memory", {})
                 ratio = (s["total_p50_ms"] / direct["total_p50_ms"]
@@ -470,7 +474,7 @@ def render(report: dict) -> str:
         "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     rows = [(c["pacing_ms"], c["concurrency"], m, c[m]) for c in report.get("cells", [])
-            for m in ("direct", "gateway") if m in c]
+            for m in ("direct", "gateway", "chat") if m in c]
     if check is not None:
         rows.append((check["pacing_ms"], check["requested"], "gateway", check))
     for pacing, concurrency, mode, s in rows:
@@ -478,7 +482,7 @@ def render(report: dict) -> str:
         names = ["web", "worker", "upstream", "loadgen", "redis", "postgres", "pg_db"]
         lines.append(f"| {pacing} | {concurrency} | {mode} | "
                      + " | ".join(_f(cpu.get(f"{n}_ms_per_resp")) for n in names)
-                     + f" | {_f(all_in_cpu(cpu) if mode == 'gateway' else None)}"
+                     + f" | {_f(all_in_cpu(cpu) if mode != 'direct' else None)}"
                      + f" | {_f(cpu.get('machine_busy_pct'), 0)} |")
     lines += ["", "\\* postgres counts the whole server (every database), so other work on the machine "
               "shows up there; pg db is the CPU of the backends connected to the gateway's "
@@ -548,6 +552,9 @@ def main(argv: list[str] | None = None) -> int:
                              "4-turn tool loop (default 500; 0 skips it)")
     parser.add_argument("--only-sockets", action="store_true",
                         help="run the sockets check alone")
+    parser.add_argument("--chat-first", action="store_true",
+                        help="in each cell, the chat completions target before the responses "
+                             "one (paired rounds: run both orders)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "latest.md"),
                         help="markdown report path; the JSON goes next to it (.json)")
     args = parser.parse_args(argv)
@@ -601,7 +608,8 @@ def main(argv: list[str] | None = None) -> int:
         processes = {"web": deployment.web, "upstream": upstream.process,
                      **{f"worker{n + 1}": w for n, w in enumerate(deployment.workers)}}
         asyncio.run(run_matrix(upstream.base_url, deployment.base_url, api_key, meter,
-                               matrix, streams, processes, report, args.lockstep))
+                               matrix, streams, processes, report, args.lockstep,
+                               args.chat_first))
         if loops:
             report["agent_loops"] = asyncio.run(agent_loop.run(
                 upstream.base_url, deployment.base_url, api_key, loops, log))

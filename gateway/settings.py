@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "responses_app",
     "conversations",
+    "chat_completions",
     "mcp_tools",
     "hosted_tools",
     "accounting",
@@ -215,6 +216,11 @@ MCP_MAX_TOOLS_PER_SERVER = env.int("MCP_MAX_TOOLS_PER_SERVER", default=128)
 MCP_MAX_RESULT_BYTES = env.int("MCP_MAX_RESULT_BYTES", default=1_000_000)
 # MCP calls one response may make, whatever `max_tool_calls` says.
 MCP_MAX_TOOL_CALLS = env.int("MCP_MAX_TOOL_CALLS", default=20)
+# /v1/chat/completions: upstream turns that may run the tenant's MCP tools before the model
+# must answer (the next turn is sent with tool_choice "none"); ORS's MAX_TOOL_CALL_ITERATIONS.
+CHAT_MAX_TOOL_ITERATIONS = env.int("CHAT_MAX_TOOL_ITERATIONS", default=25)
+# How long a worker reuses a registered MCP server's tools/list for chat completions.
+CHAT_MCP_LISTING_SECONDS = env.float("CHAT_MCP_LISTING_SECONDS", default=60.0)
 # Fernet keys (comma-separated, newest first) for registered servers' credentials; empty
 
 # --- hosted tools run by the gateway (hosted_tools/) ----------------------------------------

@@ -12,6 +12,7 @@ urlpatterns = [
     path("v1/", include("conversations.urls")),
     path("v1/", include("files.urls")),
     path("v1/", include("vector_stores.urls")),
+    path("v1/", include("chat_completions.urls")),
     # last under /v1: its final route is the catch-all JSON 404
     path("v1/", include("responses_app.api.urls")),
     path("", include("observability.urls")),

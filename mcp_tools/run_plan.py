@@ -24,6 +24,22 @@ class McpRunPlan:
     max_calls: int = 0
 
 
+def mcp_limits() -> Limits:
+    """The deployment's limits on MCP calls (Responses and Chat Completions alike)."""
+    return Limits(call_timeout=settings.MCP_CALL_TIMEOUT_SECONDS,
+                  connect_timeout=settings.MCP_CONNECT_TIMEOUT_SECONDS,
+                  max_tools=settings.MCP_MAX_TOOLS_PER_SERVER,
+                  max_result_bytes=settings.MCP_MAX_RESULT_BYTES,
+                  allowlist=parse_allowlist(settings.MCP_EGRESS_ALLOWLIST))
+
+
+def registered_targets(tenant_id: int) -> list[ServerTarget]:
+    """Every MCP server registered for the tenant, as call targets (database)."""
+    return [ServerTarget(label=server.label, url=server.url, transport=server.transport,
+                         headers=server.headers(), guarded=False)
+            for server in McpServer.objects.filter(tenant_id=tenant_id).order_by("label")]
+
+
 def mcp_run_plan(job) -> McpRunPlan | None:
     """None when the request has no MCP tools."""
     tools = [t for t in job.request["params"].get("tools") or () if t["type"] == "mcp"]
@@ -32,12 +48,7 @@ def mcp_run_plan(job) -> McpRunPlan | None:
     headers = header_store.take(job.response_id)
     registered = {server.label: server for server in McpServer.objects.filter(
         tenant_id=job.tenant_id, label__in=[t["server_label"] for t in tools])}
-    plan = McpRunPlan(limits=Limits(
-        call_timeout=settings.MCP_CALL_TIMEOUT_SECONDS,
-        connect_timeout=settings.MCP_CONNECT_TIMEOUT_SECONDS,
-        max_tools=settings.MCP_MAX_TOOLS_PER_SERVER,
-        max_result_bytes=settings.MCP_MAX_RESULT_BYTES,
-        allowlist=parse_allowlist(settings.MCP_EGRESS_ALLOWLIST)))
+    plan = McpRunPlan(limits=mcp_limits())
     plan.max_calls = min(filter(None, (settings.MCP_MAX_TOOL_CALLS,
                                        job.request["params"].get("max_tool_calls"))))
     for tool in tools:

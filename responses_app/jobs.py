@@ -18,6 +18,8 @@ from datetime import datetime
 
 import orjson
 
+from chat_completions.jobs import chat_job_of
+
 RUN_QUEUE_KEY = "gw:runs"  # the Redis list of run messages (dispatch.py, worker/run_queue.py)
 # A larger job travels in the database only: the worker reads it with its claim.
 MAX_JOB_BYTES = 256 * 1024
@@ -116,12 +118,14 @@ def _parsed(message: bytes) -> dict:
 def parse_run_message(message: bytes) -> tuple[str, dict | None]:
     """(response id, job columns or None) of a run queue message."""
     parsed = _parsed(message)
-    return parsed["id"], parsed["job"]
+    return parsed["id"], parsed.get("job")
 
 
 def job_of_message(message: bytes) -> tuple[str, Job | None, dict | None]:
     """(response id, the job it carries or None, the trace context it carries or None)."""
     parsed = _parsed(message)
+    if "chat" in parsed:  # a chat completion's run (chat_completions/jobs.py)
+        return parsed["id"], chat_job_of(parsed), parsed.get("trace")
     response_id, columns = parsed["id"], parsed["job"]
     job = None
     if columns is not None:

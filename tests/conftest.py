@@ -54,6 +54,7 @@ def production_deployment(upstream, tmp_path_factory, name: str, redis_db: int,
         "MCP_EGRESS_ALLOWLIST": "127.0.0.1/32",
         "MCP_CALL_TIMEOUT_SECONDS": "2",
         "MCP_MAX_RESULT_BYTES": "100000",
+        "CHAT_MAX_TOOL_ITERATIONS": "3",  # chat completions: the limit reached in 3 turns
         **env,
     })
     deployment.manage("migrate", "-v0")

@@ -122,7 +122,10 @@ def test_unknown_previous_response_is_400(client, key):
 
 @pytest.mark.parametrize("method, path, status, code", [
     ("get", "/v1/nothing-here", 404, "unknown_route"),
-    ("post", "/v1/chat/completions", 404, "unknown_route"),
+    ("post", "/v1/completions", 404, "unknown_route"),
+    ("get", "/v1/chat/completions/chatcmpl-missing", 404, "not_found"),
+    ("get", "/v1/chat/completions/chatcmpl-missing/messages", 404, "not_found"),
+    ("put", "/v1/chat/completions", 405, "method_not_allowed"),
     ("post", "/v1/responses/compact", 415, "unsupported_media_type"),  # a form: JSON only
     ("post", "/v1/responses/input_tokens", 415, "unsupported_media_type"),
     ("get", "/v1/responses/resp_missing", 404, "not_found"),

@@ -6,6 +6,7 @@ import tempfile
 from pathlib import Path
 
 import httpx
+import orjson
 import pytest
 
 from tests.oracles import check_sse_stream
@@ -70,6 +71,21 @@ def test_embedded_maps_upstream_errors(embedded):
 def test_embedded_non_stream_text(embedded):
     body = embedded.post("/responses", json={"model": "fake-text", "input": "hi"}).json()
     assert body["output"][0]["content"][0]["text"] == text_of(SCENARIOS["fake-text"])
+
+
+def test_embedded_chat_completions_stream_and_store(embedded):
+    """The chat front on the in-process worker and bus: streamed chunks, a stored completion."""
+    with embedded.stream("POST", "/chat/completions", json={
+            "model": "fake-text", "stream": True, "store": True,
+            "messages": [{"role": "user", "content": "hi"}]}) as response:
+        raw = response.read()
+    blocks = [block for block in raw.split(b"\n\n") if block]
+    assert blocks[-1] == b"data: [DONE]"
+    chunks = [orjson.loads(block[6:]) for block in blocks[:-1]]
+    assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks) == text_of(
+        SCENARIOS["fake-text"])
+    stored = embedded.get(f"/chat/completions/{chunks[0]['id']}").json()
+    assert stored["choices"][0]["message"]["content"] == text_of(SCENARIOS["fake-text"])
 
 
 def test_embedded_conversation_turns_and_deletion(embedded):

@@ -85,6 +85,24 @@ def test_an_exact_route_sends_the_model_to_its_upstream_with_its_key_and_headers
     assert requests_for(upstream, "model-b") == []
 
 
+def test_a_chat_completion_takes_the_same_route_with_its_key_and_headers(
+        client, upstream, second_upstream):
+    second_upstream.clear()
+    answer = client.post("/chat/completions", json={
+        "model": "model-b", "messages": [{"role": "user", "content": "hi"}]})
+    assert answer.status_code == 200
+    assert answer.json()["choices"][0]["message"]["content"] == TEXT
+    [sent] = requests_for(second_upstream, "model-b")
+    assert sent["headers"]["authorization"] == f"Bearer {SECOND_KEY}"
+    assert sent["headers"]["x-org"] == "acme"
+    assert sent["body"] == {"model": "model-b", "messages": [{"role": "user", "content": "hi"}],
+                            "stream": True, "stream_options": {"include_usage": True}}
+    unreachable = client.post("/chat/completions", json={
+        "model": "nowhere", "messages": [{"role": "user", "content": "hi"}]})
+    assert unreachable.status_code == 502
+    assert unreachable.json()["error"]["code"] == "upstream_unreachable"
+
+
 def test_a_prefix_route_takes_its_models_and_the_rest_go_to_the_default(
         client, upstream, second_upstream):
     upstream.clear()  # the session's default upstream has served earlier modules' requests

@@ -273,6 +273,29 @@ def _tool_caller(model: str, messages: list[dict]) -> Scenario:
     return Scenario(_stream(model, deltas, "tool_calls"))
 
 
+def _sequential_caller(model: str, request_body: dict) -> Scenario:
+    """One call per turn: the user's `call NAME ARGS` lines in order (a call made when the
+    tool results since the user's message are as many as the lines before it), then the
+    results; with `tool_choice: "none"` it answers how many results it saw."""
+    messages = request_body.get("messages", [])
+    last_user = max(i for i, m in enumerate(messages) if m.get("role") == "user")
+    results = [_part_text(m.get("content")) for m in messages[last_user:] if m.get("role") == "tool"]
+    if request_body.get("tool_choice") == "none":
+        return Scenario(_text(model, ["No more tools after ", f"{len(results)} results."]))
+    calls = [line.split(" ", 2) for line in _part_text(messages[last_user].get("content")).splitlines()
+             if line.startswith("call ")]
+    if calls and calls[0][1] == "forever":  # `call forever NAME ARGS`: that call every turn
+        calls = [["call", *calls[0][2].split(" ", 1)]] * (len(results) + 1)
+    if len(results) >= len(calls):
+        return Scenario(_text(model, ["Results: ", " | ".join(results)]))
+    _, name, *arguments = calls[len(results)]
+    arguments = arguments[0] if arguments else "{}"
+    half = len(arguments) // 2
+    return Scenario(_stream(model, [{"content": f"Calling {name}."},
+                                    _call_head(0, f"call_{len(results)}", name, arguments[:half]),
+                                    _call_args(0, arguments[half:])], "tool_calls"))
+
+
 def scenario_for(model: str, request_body: dict) -> Scenario:
     """Scenario for a model name; dynamic names are built here, unknown names get ``fake-text``."""
     if model in SCENARIOS:
@@ -281,6 +304,8 @@ def scenario_for(model: str, request_body: dict) -> Scenario:
         return Scenario(_text(model, _split3(render_messages(request_body.get("messages", [])))))
     if model in ("fake-tool-caller", "fake-citing-caller"):
         return _tool_caller(model, request_body.get("messages", []))
+    if model == "fake-sequential-caller":
+        return _sequential_caller(model, request_body)
     if m := _BENCH.fullmatch(model or ""):
         return _bench(model, int(m[1]), int(m[2]))
     if m := _HELD.fullmatch(model or ""):
@@ -295,7 +320,9 @@ def scenario_for(model: str, request_body: dict) -> Scenario:
 
 def is_cacheable(model: str) -> bool:
     """True when ``scenario_for(model, ...)`` does not depend on the request body."""
-    return model not in ("fake-echo", "fake-tool-caller", "fake-citing-caller") and not _TOOL_LOOP.fullmatch(model or "")
+    return (model not in ("fake-echo", "fake-tool-caller", "fake-citing-caller",
+                          "fake-sequential-caller")
+            and not _TOOL_LOOP.fullmatch(model or ""))
 
 
 # --------------------------------------------------------------------------- accumulation

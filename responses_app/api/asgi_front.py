@@ -25,7 +25,7 @@ from observability.http import begin_exchange, finish_exchange
 
 from ..errors import render_exception
 
-PREFIX = "/v1/responses"
+PREFIX = ("/v1/responses", "/v1/chat/completions")  # the stream views' routes
 
 
 def streaming_route(scope):

@@ -1,0 +1,119 @@
+"""A chat completion accumulated from its chunks (pure, no Django): each choice's content,
+reasoning, refusal, tool calls and finish reason, and the usage of every upstream turn.
+
+`turn()` starts the next upstream turn of the same completion (the tool loop): the
+assistant's text goes on accumulating, tool calls and the finish reason start afresh,
+and usage adds up.
+"""
+from dataclasses import dataclass, field
+
+TEXT_FIELDS = ("content", "reasoning_content", "reasoning", "refusal")  # reasoning: vLLM's
+
+
+@dataclass
+class Choice:
+    index: int
+    texts: dict = field(default_factory=dict)  # content / reasoning_content / refusal
+    calls: dict = field(default_factory=dict)  # tool call index -> {id, type, function}
+    finish_reason: str | None = None
+
+    def message(self) -> dict:
+        message = {"role": "assistant", "content": self.texts.get("content"),
+                   "refusal": self.texts.get("refusal")}
+        for name in ("reasoning_content", "reasoning"):
+            if name in self.texts:
+                message[name] = self.texts[name]
+        if self.calls:
+            message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
+        return message
+
+
+class Completion:
+    def __init__(self, completion_id: str, model: str, created: int):
+        self.id, self.model, self.created = completion_id, model, created
+        self.choices: dict[int, Choice] = {}
+        self.usage: dict | None = None  # the turns' usage added up
+        self._turn_usage: dict | None = None
+        self.turn_content = ""  # the first choice's content in the current turn
+        self.system_fingerprint = None
+
+    def feed(self, chunk: dict) -> None:
+        """Take one upstream chunk of the current turn."""
+        if chunk.get("usage"):
+            self._turn_usage = chunk["usage"]
+        if chunk.get("system_fingerprint"):
+            self.system_fingerprint = chunk["system_fingerprint"]
+        for part in chunk.get("choices") or ():
+            choice = self.choices.get(part.get("index", 0))
+            if choice is None:
+                choice = self.choices[part.get("index", 0)] = Choice(part.get("index", 0))
+            delta = part.get("delta") or {}
+            for name in TEXT_FIELDS:
+                if delta.get(name):
+                    choice.texts[name] = choice.texts.get(name, "") + delta[name]
+            if choice.index == 0 and delta.get("content"):
+                self.turn_content += delta["content"]
+            for call in delta.get("tool_calls") or ():
+                _add_call(choice.calls, call)
+            if part.get("finish_reason"):
+                choice.finish_reason = part["finish_reason"]
+
+    def end_turn(self) -> None:
+        """The current turn's usage counts (call once per upstream turn)."""
+        if self._turn_usage is not None:
+            self.usage = _added(self.usage, self._turn_usage)
+            self._turn_usage = None
+
+    def turn(self) -> None:
+        """The next upstream turn begins: tool calls and finish reasons start afresh."""
+        for choice in self.choices.values():
+            choice.calls, choice.finish_reason = {}, None
+        self.turn_content = ""
+
+    def keep_calls(self, names: set) -> list[dict]:
+        """Keep only the first choice's calls to `names` (the client's functions) and set its
+        finish reason to match; the calls kept."""
+        choice = self.choices.setdefault(0, Choice(0))
+        kept = [call for call in self.calls() if call["function"]["name"] in names]
+        choice.calls = dict(enumerate(kept))
+        if kept:
+            choice.finish_reason = "tool_calls"
+        elif choice.finish_reason in (None, "tool_calls"):
+            choice.finish_reason = "stop"
+        return kept
+
+    def calls(self) -> list[dict]:
+        """The first choice's tool calls of the current turn, in order."""
+        choice = self.choices.get(0)
+        return [] if choice is None else [choice.calls[i] for i in sorted(choice.calls)]
+
+    def finished(self) -> dict:
+        """The `chat.completion` object."""
+        choices = [{"index": c.index, "message": c.message(), "logprobs": None,
+                    "finish_reason": c.finish_reason or "stop"}
+                   for c in sorted(self.choices.values(), key=lambda c: c.index)]
+        return {"object": "chat.completion", "id": self.id, "created": self.created,
+                "model": self.model, "choices": choices, "usage": self.usage,
+                "system_fingerprint": self.system_fingerprint, "service_tier": None}
+
+
+def _add_call(calls: dict, delta: dict) -> None:
+    index = delta.get("index", len(calls))
+    call = calls.get(index)
+    function = delta.get("function") or {}
+    if call is None:
+        call = calls[index] = {"id": delta.get("id") or f"call_{index}", "type": "function",
+                               "function": {"name": "", "arguments": ""}}
+    elif delta.get("id"):
+        call["id"] = delta["id"]
+    call["function"]["name"] += function.get("name") or ""
+    call["function"]["arguments"] += function.get("arguments") or ""
+
+
+def _added(total: dict | None, usage: dict) -> dict:
+    if total is None:
+        return dict(usage)
+    added = dict(total)
+    for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        added[name] = (total.get(name) or 0) + (usage.get(name) or 0)
+    return added

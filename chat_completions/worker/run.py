@@ -1,0 +1,249 @@
+"""One chat completion's run on the worker's run loop: its upstream turns (one, or with the
+tenant's MCP tools, a tool loop), its chunks on the bus, then its storage and settlement.
+
+Without MCP functions the upstream's chunks pass through as they come (their `id` and
+`model` the completion's; the usage chunk only if the client asked for it). With them,
+the text (content, reasoning, refusal) still streams as it comes, tool-call deltas are
+held until the turn ends: a turn that called only MCP functions runs them (each call and
+its outcome is a comment event) and the next turn follows; otherwise the client's calls
+(MCP calls beside them are dropped, not run) and the finish reason close the completion.
+After CHAT_MAX_TOOL_ITERATIONS turns that ran MCP calls the next turn is sent with
+`tool_choice: "none"`; MCP calls the model still makes then are dropped.
+
+A non-streaming client's run publishes a `started` comment when the upstream's first
+chunks arrive, then only the final completion. The completion (if
+`store`) and its usage are committed, and the admission settled, before the end is
+published, so a GET made when the client has it finds it.
+"""
+import asyncio
+import logging
+import time
+
+from django.conf import settings
+
+from observability.request_context import bind_request_id
+from responses_app.bus import StreamFenced, event_bus
+from responses_app.bus.entries import error_entry
+from responses_app.cancellation import cancellation
+from responses_app.errors import error_body
+from responses_app.lifecycle import settle
+from responses_app.worker.loop import blocking
+from responses_app.worker.upstream import UpstreamRejected, UpstreamStreamFailed, open_chat_stream
+from upstreams.retry_policy import RetryPolicy
+from upstreams.routing import remembered_route_for_model, route_for_model
+
+from ..events import ChatStamper, comment
+from ..jobs import ChatJob
+from .completion import Completion
+from .mcp import ChatMcpTools, tenant_mcp_tools
+from .store import store_completion
+
+log = logging.getLogger(__name__)
+CRASHED = "The server had an error while processing your request."
+TEXT_KEYS = ("content", "reasoning_content", "reasoning", "refusal")
+
+
+async def run_chat(job: ChatJob, settled=None) -> None:
+    """Run the chat completion `job` (`settled(True)`: its message may leave the queue)."""
+    if settled is not None:
+        settled(True)  # no claim to win: a resent message runs only if nothing was published
+    bind_request_id(job.context.get("request_id"))
+    if job.resent and await event_bus().retained(job.id):
+        log.warning("chat run %s was given back after it started; not run again", job.id)
+        return
+    await ChatRun(job).run()
+
+
+class ChatRun:
+    def __init__(self, job: ChatJob):
+        self.job = job
+        self.writer = event_bus().writer(job.id)
+        self.stamper = ChatStamper()
+        self.completion = Completion(job.id, job.model, job.created)
+        self.tools = ChatMcpTools({})
+        self.role_sent = False
+        self.first_sent = False
+        self.used_tokens = 0
+        self.cancelled = False
+        self.began = time.monotonic()
+
+    @property
+    def started(self) -> bool:
+        return self.stamper.next_sequence_number > 0
+
+    async def emit(self, events: list, end: bool = False) -> None:
+        if not events and not end:
+            return
+        soon = not self.first_sent
+        self.first_sent = True
+        await self.writer.append(self.stamper.entry(events, end), soon=soon)
+
+    async def run(self) -> None:
+        watch = None
+        running = asyncio.ensure_future(self._turns())
+        if not self.job.store:  # its client left: nobody can read the rest (the front asks)
+            watch = await cancellation().watch(self.job.id, lambda: self._cancel(running))
+        try:
+            await running
+            await self._finish()
+        except asyncio.CancelledError:
+            if not self.cancelled:
+                raise
+            log.info("chat run %s cancelled (its client left)", self.job.id)
+            await self._settled()
+            await self.emit([], end=True)
+        except UpstreamRejected as rejected:
+            await self._failed(rejected.status, rejected.body, rejected.headers)
+        except UpstreamStreamFailed as failure:
+            status = 504 if failure.code == "request_timeout" else 502
+            await self._failed(status, error_body(failure.message, "server_error", None,
+                                                  failure.code))
+        except StreamFenced:
+            log.warning("chat run %s lost its event stream to another writer", self.job.id)
+            await self._settled()
+        except Exception:
+            log.exception("chat run %s crashed", self.job.id)
+            await self._failed(500, error_body(CRASHED, "server_error", None, "server_error"))
+        finally:
+            if watch is not None:
+                watch.close()
+                cancellation().forget(self.job.id)
+            usage = self.completion.usage or {}
+            log.info("chat run %s ended", self.job.id, extra={
+                "response_id": self.job.id, "model": self.job.model,
+                "duration_ms": round((time.monotonic() - self.began) * 1000, 1),
+                "input_tokens": usage.get("prompt_tokens"),
+                "output_tokens": usage.get("completion_tokens")})
+
+    def _cancel(self, running: asyncio.Future) -> None:
+        self.cancelled = True
+        running.cancel()
+
+    async def _turns(self) -> None:
+        job = self.job
+        route = remembered_route_for_model(job.model) or await blocking(route_for_model,
+                                                                        job.model)
+        self.tools = await tenant_mcp_tools(job.tenant_id, job.client_function_names, blocking)
+        body = dict(job.body)
+        if self.tools:
+            body["tools"] = list(body.get("tools") or ()) + self.tools.tools()
+        messages = list(body["messages"])
+        iterations = 0
+        while True:
+            limit_reached = bool(self.tools) and iterations >= settings.CHAT_MAX_TOOL_ITERATIONS
+            turn = {**body, "messages": messages}
+            if limit_reached:
+                turn["tool_choice"] = "none"
+                await self._comment(f"tool iteration limit reached ({iterations}): "
+                                    "the model answers without tools")
+            await self._turn(route, turn)
+            self.completion.end_turn()
+            calls = self.completion.calls()
+            if (not self.tools or limit_reached or not calls
+                    or not all(c["function"]["name"] in self.tools.functions for c in calls)):
+                return
+            iterations += 1
+            messages.append({"role": "assistant", "content": self.completion.turn_content or None,
+                             "tool_calls": calls})
+            for call in calls:
+                messages.append(await self._mcp_call(call))
+            self.completion.turn()
+
+    async def _turn(self, route, body: dict) -> None:
+        retry = RetryPolicy(max_retries=settings.UPSTREAM_MAX_RETRIES,
+                            max_wait=settings.UPSTREAM_RETRY_MAX_WAIT)
+        async with open_chat_stream(route, body, settings.STREAM_BATCH_MS / 1000,
+                                    retry) as batches:
+            async for chunks in batches:
+                if not self.job.stream and not self.started:
+                    # a client waiting for the whole completion learns that its run started
+                    # (the front waits for a first entry no longer than for a first byte)
+                    await self.emit([comment("started")])
+                events = []
+                for chunk in chunks:
+                    self.completion.feed(chunk)
+                    if self.job.stream:
+                        forwarded = self._forwarded(chunk)
+                        if forwarded is not None:
+                            events.append(forwarded)
+                await self.emit(events)
+
+    def _forwarded(self, chunk: dict) -> dict | None:
+        """The chunk as the client gets it, or None."""
+        job = self.job
+        chunk["id"], chunk["model"], chunk["created"] = job.id, job.model, job.created
+        choices = chunk.get("choices")
+        if not choices:  # the usage chunk
+            if not self.job.include_usage or self.tools:
+                return None  # with MCP tools: the turns' usage added up, at the end
+            return chunk
+        if not self.job.include_usage and "usage" in chunk:
+            del chunk["usage"]
+        if not self.tools:
+            return chunk
+        kept = []
+        for part in choices:
+            delta = {key: value for key, value in (part.get("delta") or {}).items()
+                     if key != "tool_calls" and not (key == "role" and self.role_sent)}
+            if not any(delta.get(key) for key in TEXT_KEYS) and "role" not in delta:
+                continue
+            self.role_sent = self.role_sent or "role" in delta
+            kept.append({**part, "delta": delta, "finish_reason": None})
+        if not kept:
+            return None
+        chunk["choices"] = kept
+        chunk.pop("usage", None)
+        return chunk
+
+    async def _mcp_call(self, call: dict) -> dict:
+        name, arguments = call["function"]["name"], call["function"]["arguments"]
+        await self._comment(f"mcp_call {name} {arguments}")
+        output, ok = await self.tools.call(name, arguments)
+        outcome = "completed" if ok else "failed"
+        await self._comment(f"mcp_call {name} {outcome}: {output[:200]}")
+        return {"role": "tool", "tool_call_id": call["id"], "content": output}
+
+    async def _comment(self, text: str) -> None:
+        if self.job.stream:
+            await self.emit([comment(text)])
+
+    async def _finish(self) -> None:
+        """The closing chunks (with MCP tools), the completion stored, the end published."""
+        events = []
+        if self.tools:  # the client gets its own calls only
+            kept = self.completion.keep_calls(set(self.job.client_function_names))
+            events = self._closing(kept) if self.job.stream else []
+        final = self.completion.finished()
+        self.used_tokens = await blocking(store_completion, self.job, final)
+        await self._settled()
+        await self.emit(events + [final], end=True)
+
+    def _closing(self, kept: list[dict]) -> list[dict]:
+        """With MCP tools, the chunks held back: the client's calls (`kept`), the finish
+        reason, and the usage of all turns (if the client asked for it)."""
+        finish = self.completion.choices[0].finish_reason
+        head = {"id": self.job.id, "object": "chat.completion.chunk",
+                "created": self.job.created, "model": self.job.model}
+        delta = {} if self.role_sent else {"role": "assistant", "content": ""}
+        chunks = []
+        if kept:
+            delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(kept)]
+            chunks.append({**head, "choices": [{"index": 0, "delta": delta,
+                                                "logprobs": None, "finish_reason": None}]})
+            delta = {}
+        chunks.append({**head, "choices": [{"index": 0, "delta": delta, "logprobs": None,
+                                            "finish_reason": finish}]})
+        if self.job.include_usage:
+            chunks.append({**head, "choices": [], "usage": self.completion.usage})
+        return chunks
+
+    async def _failed(self, status: int, body: dict, headers: dict | None = None) -> None:
+        await self._settled()
+        if self.started:
+            await self.emit([body], end=True)
+        else:
+            await self.writer.append(error_entry(status, body, headers))
+
+    async def _settled(self) -> None:
+        if self.job.context.get("limited"):
+            await blocking(settle, self.job.tenant_id, self.job.context, self.used_tokens)
