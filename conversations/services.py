@@ -8,9 +8,9 @@ from datetime import datetime, timezone
 
 from django.db import transaction
 
-from responses_app.create_params import parse_metadata
+from responses_app.create.params import parse_metadata
 from responses_app.errors import InvalidRequest
-from responses_app.input_items import normalize_input
+from responses_app.create.input_items import normalize_input
 from responses_app.ids import new_id
 from responses_app.models import Tenant
 from responses_app.paging import list_body

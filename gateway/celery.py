@@ -17,9 +17,9 @@ def start_worker_heartbeat(sender=None, **_):
     takes its turn as the watchdog (see responses_app/watchdog.py), then takes runs from
     the run queue, as many at once as its --concurrency (responses_app/worker/run_queue.py).
     Celery itself only carries the periodic tasks."""
-    from responses_app import watchdog
-    from responses_app.worker.heartbeat import heartbeats
-    from responses_app.worker.run_queue import start_consumer
+    from responses_app.delivery import watchdog
+    from responses_app.delivery.heartbeat import heartbeats
+    from responses_app.delivery.run_queue import start_consumer
 
     heartbeats().beat()
     watchdog.start_background_thread(beat=True)
@@ -35,8 +35,8 @@ def start_worker_heartbeat(sender=None, **_):
 def stop_taking_runs(**_):
     """A warm shutdown takes no more runs and lets the runs in progress finish; the worker
     is gone at once for readiness, not after its heartbeat's TTL."""
-    from responses_app.worker.heartbeat import heartbeats
-    from responses_app.worker.run_queue import stop_consumer
+    from responses_app.delivery.heartbeat import heartbeats
+    from responses_app.delivery.run_queue import stop_consumer
 
     stop_consumer()
     try:

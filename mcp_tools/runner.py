@@ -11,7 +11,7 @@ import orjson
 from django.conf import settings
 
 from responses_app.context.compaction_items import upstream_items
-from responses_app.nul import without_nul
+from responses_app.create.nul import without_nul
 from responses_app.translation.chat_request import build_chat_request
 from responses_app.translation.mcp_history import upstream_function_name
 from responses_app.translation.state_machine import McpToolTarget

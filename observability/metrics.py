@@ -58,7 +58,7 @@ class _ScrapeTimeCollector:
 
     def collect(self):
         from responses_app import backends
-        from responses_app.jobs import RUN_QUEUE_KEY
+        from responses_app.delivery.jobs import RUN_QUEUE_KEY
 
         from .redis_client import probe_client
 

@@ -11,17 +11,17 @@ from mcp_tools.services import mcp_request_prepare
 
 from . import lifecycle
 from .bus import event_bus
-from .cancellation import cancellation
-from .create_request import CreateRequest
+from .delivery.cancellation import cancellation
+from .create.request import CreateRequest
 from .db_threads import run_db
-from .dispatch import dispatcher
+from .delivery.dispatch import dispatcher
 from .errors import InvalidRequest, NotFound
 from .ids import new_id
-from .item_references import resolve_item_references
-from .jobs import Job
+from .create.item_references import resolve_item_references
+from .delivery.jobs import Job
 from .models import TERMINAL_STATUSES, ResponseStatus, StoredResponse, Tenant
 from .reasoning_token import open_sealed
-from .tool_outputs import check_tool_outputs
+from .create.tool_outputs import check_tool_outputs
 from .translation.resource import new_response_resource
 
 log = logging.getLogger(__name__)

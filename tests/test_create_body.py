@@ -13,11 +13,11 @@ import jsonschema
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
-from responses_app.create_body import CREATE_BODY, create_body_schema
-from responses_app.create_fields import (
+from responses_app.create.body import CREATE_BODY, create_body_schema
+from responses_app.create.fields import (
     Boolean, Choice, Custom, Integer, Number, Opaque, Refused, String,
 )
-from responses_app.create_request import parse_create_request
+from responses_app.create.request import parse_create_request
 from responses_app.errors import InvalidRequest
 
 WRONG_TYPES = [True, 1, 1.5, "x", "", [], ["x"], {}]

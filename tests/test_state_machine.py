@@ -8,7 +8,7 @@ import itertools
 
 import pytest
 
-from responses_app.create_request import parse_create_request
+from responses_app.create.request import parse_create_request
 from responses_app.translation.resource import new_response_resource
 from responses_app.translation.sse import EventStamper
 from responses_app.translation.state_machine import ResponseTranslator, TranslatorOptions

@@ -1,7 +1,7 @@
 """The pure translator across upstream turns (gateway-run MCP tools): a call to an MCP tool
 becomes an `mcp_call` (or an `mcp_approval_request`), output indexes continue over turns,
 usage adds up, and a run that fails with a call in flight closes it. No I/O here."""
-from responses_app.create_request import parse_create_request
+from responses_app.create.request import parse_create_request
 from responses_app.translation.resource import new_response_resource
 from responses_app.translation.sse import EventStamper
 from responses_app.translation.state_machine import (

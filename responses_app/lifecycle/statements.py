@@ -14,9 +14,9 @@ from django.db import connection
 
 from accounting.usage import USAGE_AFTER_STORE_CTES, token_counts
 
-from ..jobs import JOB_COLUMNS, Job
+from ..delivery.jobs import JOB_COLUMNS, Job
 from ..models import ResponseStatus, StoredResponse
-from ..nul import contains_nul, may_hold_nul, without_nul
+from ..create.nul import contains_nul, may_hold_nul, without_nul
 
 TABLE = StoredResponse._meta.db_table
 

@@ -27,9 +27,9 @@ from mcp_tools.run_plan import mcp_run_plan
 
 from .. import lifecycle
 from ..bus.entries import error_entry, stamped_entry
-from ..jobs import Job
+from ..delivery.jobs import Job
 from . import loop
-from .heartbeat import worker_id
+from ..delivery.heartbeat import worker_id
 from .loop import blocking
 from .run_claim import Claim
 from .run_job import RunJob, prepared

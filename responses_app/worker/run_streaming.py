@@ -18,7 +18,7 @@ from upstreams.retry_policy import RetryPolicy
 
 from ..bus import StreamFenced, event_bus
 from ..bus.entries import stamped_entry
-from ..cancellation import cancellation
+from ..delivery.cancellation import cancellation
 from ..errors import error_body
 from ..ids import new_id
 from ..reasoning_token import seal

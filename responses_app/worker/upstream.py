@@ -22,7 +22,7 @@ from upstreams.retry_policy import RetryPolicy, delay_before_retry
 from upstreams.routing import Route
 
 from ..errors import error_body
-from ..nul import may_hold_nul, without_nul
+from ..create.nul import may_hold_nul, without_nul
 from .http_stream import ConnectFailed, HttpClient, StreamedResponse
 
 log = logging.getLogger(__name__)

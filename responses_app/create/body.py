@@ -8,15 +8,15 @@ applies it. `parse_fields()` validates a body against it (a parameter not in it 
 `CreateResponseRequest` from it, so the document and the validator cannot drift apart.
 Rules that tie two fields together are responses_app.create_request's.
 """
-from .create_fields import (
+from .fields import (
     Boolean, Choice, Custom, Field, Integer, Number, Opaque, Refused, String,
 )
-from .create_params import (
+from .params import (
     CONVERSATION, INCLUDE, INPUT, METADATA, MODEL, REASONING, TEXT, TOOL_CHOICE, TOOLS,
 )
-from .context.management import SCHEMA as CONTEXT_MANAGEMENT_SCHEMA
-from .context.management import parse_context_management
-from .errors import InvalidRequest
+from .context_management import SCHEMA as CONTEXT_MANAGEMENT_SCHEMA
+from .context_management import parse_context_management
+from ..errors import InvalidRequest
 
 CONTEXT_MANAGEMENT = Custom(parse_context_management, CONTEXT_MANAGEMENT_SCHEMA)
 

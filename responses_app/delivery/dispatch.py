@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from observability import tracing
 
-from . import backends
+from .. import backends
 from .jobs import RUN_QUEUE_KEY, Job
 
 
@@ -26,6 +26,6 @@ class RunQueue:
     """Runs as messages on the Redis run queue."""
 
     async def send(self, job: Job) -> None:
-        from .redis_client import async_redis
+        from ..redis_client import async_redis
 
         await async_redis().lpush(RUN_QUEUE_KEY, job.message(tracing.carrier()))

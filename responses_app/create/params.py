@@ -7,9 +7,9 @@ metadata limits). The table that names them is responses_app.create_body.
 """
 from mcp_tools.request_spec import check_mcp_tool_count, mcp_tool
 
-from .create_fields import Custom, nullable, ref, required_string, type_error
+from .fields import Custom, nullable, ref, required_string, type_error
 from .custom_tool_items import custom_tool
-from .errors import InvalidRequest
+from ..errors import InvalidRequest
 from .input_items import normalize_input
 
 # Hosted tools we do not run: accepted (Codex always sends web_search), not offered upstream.

@@ -9,7 +9,7 @@ table of fields is responses_app.create_body.
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .errors import InvalidRequest
+from ..errors import InvalidRequest
 
 
 def ref(name: str) -> dict:

@@ -7,9 +7,9 @@ fields together. Anything the gateway cannot honour is a clear 400.
 """
 from dataclasses import dataclass, field
 
-from .create_body import parse_fields
-from .create_params import parse_metadata
-from .errors import InvalidRequest
+from .body import parse_fields
+from .params import parse_metadata
+from ..errors import InvalidRequest
 from .input_items import normalize_input
 
 __all__ = ["CreateRequest", "parse_create_request", "normalize_input", "parse_metadata"]

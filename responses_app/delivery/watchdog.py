@@ -21,9 +21,9 @@ from datetime import datetime, timezone
 from django.conf import settings
 from django.db import close_old_connections
 
-from . import backends, lifecycle
+from .. import backends, lifecycle
 from .dispatch import dispatcher
-from .models import ResponseStatus, StoredResponse
+from ..models import ResponseStatus, StoredResponse
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +46,8 @@ def fail_orphaned_runs() -> list[str]:
 
 def give_back_dead_workers_runs() -> int:
     """Give back to the run queue the messages taken by workers that are gone."""
-    from .redis_client import sync_redis
-    from .run_delivery import reclaim_from_dead_workers
+    from ..redis_client import sync_redis
+    from .redelivery import reclaim_from_dead_workers
 
     return reclaim_from_dead_workers(sync_redis(), backends.service("heartbeats").alive)
 
@@ -68,7 +68,7 @@ def resend_runs_queued_before(started: datetime) -> list[str]:
 def run_round() -> list[str]:
     """One round, if this process holds the round's lock: the ids of the runs failed."""
     if not backends.in_process():
-        from .redis_client import sync_redis
+        from ..redis_client import sync_redis
 
         interval_ms = int(settings.WATCHDOG_INTERVAL_SECONDS * 1000)
         if not sync_redis().set(LOCK_KEY, 1, nx=True, px=max(interval_ms - 100, 100)):

@@ -27,11 +27,11 @@ from redis.exceptions import RedisError
 
 from observability import tracing
 
-from ..jobs import RUN_QUEUE_KEY, job_of_message
-from ..run_delivery import RECLAIM_SCRIPT, give_back_args, processing_key
+from .jobs import RUN_QUEUE_KEY, job_of_message
+from .redelivery import RECLAIM_SCRIPT, give_back_args, processing_key
 from .heartbeat import worker_id
-from .loop import run_loop
-from .run import run_response
+from ..worker.loop import run_loop
+from ..worker.run import run_response
 
 log = logging.getLogger(__name__)
 
