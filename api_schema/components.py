@@ -2,8 +2,8 @@
 
 They describe the shapes the code produces (responses_app.translation.resource, the
 selectors, errors.error_body) and accepts. What it accepts is derived from the validators' own
-descriptions: the create body from responses_app.create_body, input items and metadata (shared
-with conversations) from responses_app.input_items and create_params. The schemathesis tests
+descriptions: the create body from responses_app.create.body, input items and metadata (shared
+with conversations) from responses_app.create.input_items and create_params. The schemathesis tests
 hold the server to them. Items are described by their common fields (`type`, `id`) and left
 open, as the OpenAI SDK's models are.
 """

@@ -3,7 +3,7 @@ its own: `python -m bench.run_queue [--runs N] [--batch 100]`.
 
 `pop`: LPUSH by the web, BRPOP by the worker (the queue before processing lists);
 `move`: LPUSH, BLMOVE onto the worker's processing list, then LREM once the claim is
-settled (worker/run_queue.py). Reports client CPU (both sides, one process) and the Redis server's
+settled (delivery/run_queue.py). Reports client CPU (both sides, one process) and the Redis server's
 CPU per run, in microseconds, and each variant's round trips per run.
 """
 import argparse

@@ -1,7 +1,7 @@
 """Writes of the Conversations API: create, update and delete a tenant's conversations, add
 and remove their items, and the check a response created with `conversation` passes.
 
-Items are validated and normalized exactly like response input (responses_app/input_items.py); the
+Items are validated and normalized exactly like response input (responses_app/create/input_items.py); the
 item log itself (order, appends) is items.py, which the worker shares.
 """
 from datetime import datetime, timezone

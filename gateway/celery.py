@@ -14,8 +14,8 @@ app.autodiscover_tasks(["responses_app"])
 @worker_init.connect
 def start_worker_heartbeat(sender=None, **_):
     """A worker announces itself before it takes any run, keeps its heartbeat fresh and
-    takes its turn as the watchdog (see responses_app/watchdog.py), then takes runs from
-    the run queue, as many at once as its --concurrency (responses_app/worker/run_queue.py).
+    takes its turn as the watchdog (see responses_app/delivery/watchdog.py), then takes runs from
+    the run queue, as many at once as its --concurrency (responses_app/delivery/run_queue.py).
     Celery itself only carries the periodic tasks."""
     from responses_app.delivery import watchdog
     from responses_app.delivery.heartbeat import heartbeats

@@ -1,6 +1,6 @@
 """The OpenAPI component of the create body and the validator agree, field by field.
 
-Both come from one table (responses_app.create_body.CREATE_BODY); this holds the derivation
+Both come from one table (responses_app.create.body.CREATE_BODY); this holds the derivation
 to it. For every field, probe values (the limits of its kind and either side of them, each
 choice, wrong types, and examples of the structured fields) are put in an otherwise valid
 body; the served document's `CreateResponseRequest` accepts a probe exactly when

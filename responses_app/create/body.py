@@ -6,7 +6,7 @@ with its kind (type and limits), default, whether it is required and whether the
 applies it. `parse_fields()` validates a body against it (a parameter not in it is OpenAI's
 400 `unknown_parameter`) and `create_body_schema()` derives the OpenAPI component
 `CreateResponseRequest` from it, so the document and the validator cannot drift apart.
-Rules that tie two fields together are responses_app.create_request's.
+Rules that tie two fields together are responses_app.create.request's.
 """
 from .fields import (
     Boolean, Choice, Custom, Field, Integer, Number, Opaque, Refused, String,

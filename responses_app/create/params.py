@@ -1,9 +1,9 @@
 """The structured parameters of a create body: each parser with its schema beside it.
 
-Every kind here is a `Custom` of responses_app.create_fields: the parser that normalizes the
+Every kind here is a `Custom` of responses_app.create.fields: the parser that normalizes the
 value (or raises the 400) and the JSON Schema of the OpenAPI document, both written from the
 same constants (tool types, tool_choice modes, text formats, reasoning efforts, includables,
-metadata limits). The table that names them is responses_app.create_body.
+metadata limits). The table that names them is responses_app.create.body.
 """
 from mcp_tools.request_spec import check_mcp_tool_count, mcp_tool
 

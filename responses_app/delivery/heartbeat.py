@@ -29,7 +29,7 @@ def heartbeats():
 class RedisHeartbeats:
     def beat(self) -> None:
         """Refresh the heartbeat, and the worker's registration as a run queue consumer
-        (run_delivery.py), in one round trip."""
+        (redelivery.py), in one round trip."""
         from ..redis_client import sync_redis
         from .redelivery import register
 

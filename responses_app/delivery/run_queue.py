@@ -6,7 +6,7 @@ that takes messages while fewer than `concurrency` runs are in progress, and sta
 as a task on that loop. This is all a run needs from a broker, at a fraction
 of a Celery task's cost per run (publish, message encoding, consumer hub, task tracing).
 
-Delivery is at least once (run_delivery.py): a message is moved onto this worker's
+Delivery is at least once (redelivery.py): a message is moved onto this worker's
 processing list as it is taken (BLMOVE) and removed from it once its run's claim is
 settled (LREM, sent without waiting); if the worker dies in between, the watchdog gives
 it back to the queue. A claim that fails (the database away) gives its message back too.

@@ -8,7 +8,7 @@ see the failure and the end. Every web and worker process runs it on a timer; a
 Redis lock lets one of them do each round.
 
 Each round also gives back to the run queue the messages that dead workers had taken and
-not yet claimed (run_delivery.py): a run is delivered at least once, with no memory of
+not yet claimed (redelivery.py): a run is delivered at least once, with no memory of
 what was sent. Embedded, the run queue is the process's own memory: when the process
 starts, the runs a previous process left queued are sent again, once.
 """
