@@ -54,6 +54,10 @@ class Subscription:
                 return KEEPALIVE
         return self.pending.popleft()
 
+    def ready(self) -> Entry | None:
+        """The next entry if one is queued already, without waiting; else None."""
+        return self.pending.popleft() if self.pending else None
+
     def close(self) -> None:
         if self._on_close is not None:
             self._on_close(self)

@@ -23,7 +23,7 @@ from ..errors import error_body
 from ..ids import new_id
 from ..reasoning_token import seal
 from ..translation.phase import phase_wanted
-from ..translation.sse import EventStamper
+from ..translation.numbering import EventStamper
 from ..translation.compaction_events import CompactingTranslator
 from ..translation.state_machine import TranslatorOptions
 from .run_claim import Claim, RunNotClaimed

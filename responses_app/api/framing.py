@@ -1,0 +1,39 @@
+"""Framing a response's events for a wire: the only place the bus's currency (each event
+the JSON bytes of its object, translation.numbering) gets a transport's envelope.
+
+SSE: one block `event: <type>\ndata: <json>\n\n` per event (one `data:` line: the JSON has
+no raw newline), `data: [DONE]` after the end, a comment as keep-alive. WebSocket: one text
+frame per event, its JSON as it is, with the socket stream's `stream_id` added last when
+the turn has one. Both by concatenation: nothing is parsed again.
+"""
+import orjson
+
+DONE = b"data: [DONE]\n\n"
+KEEPALIVE = b": keep-alive\n\n"
+TYPE_PREFIX = b'{"type":"'  # how the event builders begin every event (`type` first)
+
+
+def sse(events: list[bytes]) -> bytes:
+    """The SSE blocks of `events`."""
+    return b"".join([b"event: " + event_type(event) + b"\ndata: " + event + b"\n\n"
+                     for event in events])
+
+
+def event_type(event: bytes) -> bytes:
+    """An event's `type`: read off its first key (a JSON string without escapes: event
+    types are plain names), or parsed out if `type` is not first."""
+    if event.startswith(TYPE_PREFIX):
+        return event[9:event.index(b'"', 9)]
+    return orjson.loads(event)["type"].encode()
+
+
+def websocket_suffix(stream_id: str | None) -> bytes | None:
+    """What closes each event's object on a socket stream: `,"stream_id":…}`, or None."""
+    if stream_id is None:
+        return None
+    return b',"stream_id":' + orjson.dumps(stream_id) + b"}"
+
+
+def websocket_text(event: bytes, suffix: bytes | None) -> str:
+    """One event as a WebSocket text frame (its object closed by `suffix` when given)."""
+    return (event if suffix is None else event[:-1] + suffix).decode()
