@@ -35,3 +35,16 @@ def test_a_websocket_frame_is_the_event_with_the_stream_id_last():
         "type": "response.created", "sequence_number": 0, "stream_id": 's"1'}
     assert framing.websocket_text(event, suffix) == (
         '{"type":"response.created","sequence_number":0,"stream_id":"s\\"1"}')
+
+
+def test_an_error_is_one_websocket_error_event_with_its_headers():
+    from accounting.ratelimit import RateLimited
+    from responses_app.errors import APIError
+
+    error = RateLimited("slow down", headers={"Retry-After": "3"})
+    assert orjson.loads(framing.websocket_error(error)) == {
+        "type": "error", "status": 429,
+        "error": {"message": "slow down", "type": "requests", "param": None,
+                  "code": "rate_limit_exceeded", "headers": {"retry-after": "3"}}}
+    carried = APIError.of_body(error.status, error.body, error.headers)  # as the bus has it
+    assert framing.websocket_error(carried) == framing.websocket_error(error)

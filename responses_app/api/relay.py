@@ -4,7 +4,8 @@ WebSocket turn (socket_turn.py) sends the same batches as frames. Each reply tak
 subscription (`event_bus().subscribe(...)`) and closes it when done.
 
 The relay waits for the run's first entry before answering, so an upstream that fails
-before it starts becomes a plain HTTP error (a 429 stays a 429) instead of a stream.
+before it starts becomes a plain HTTP error (a 429 stays a 429) instead of a stream: the
+APIError is raised, and rendered as every view's error is.
 Then events are sent as they arrive, what is queued at once in one write, with a
 keep-alive whenever nothing flowed for SSE_KEEPALIVE_SECONDS, and `data: [DONE]` after the
 end. Replies are front-agnostic: a status, headers and either a body or an async byte
@@ -20,8 +21,8 @@ from django.conf import settings
 from observability.metrics import ACTIVE_STREAMS, EVENTS_RELAYED
 
 from ..bus import KEEPALIVE
-from ..bus.entries import Entry
-from ..errors import ServiceUnavailable, error_body
+from ..bus.entries import Entry, failure_of
+from ..errors import APIError, ServiceUnavailable
 from . import framing
 
 # called when a stream stops before the run's end: its client left
@@ -48,7 +49,7 @@ class Batch:
     events: list[bytes]
     end: bool = False
     terminal: bytes | None = None
-    error: dict | None = None
+    error: APIError | None = None
 
 
 def json_reply(status: int, payload: dict, headers: dict | None = None) -> Reply:
@@ -79,7 +80,7 @@ async def batches(subscription, first: Entry | None = None, counted: bool = True
             if entry is KEEPALIVE:
                 yield KEEPALIVE
             elif entry.error is not None:
-                yield Batch([], error=entry.error)
+                yield Batch([], error=failure_of(entry))
                 return
             else:
                 events = entry.events
@@ -91,7 +92,7 @@ async def batches(subscription, first: Entry | None = None, counted: bool = True
                     if entry.error is not None:
                         break
                     events = events + entry.events
-                error = entry.error
+                error = None if entry.error is None else failure_of(entry)
                 end = entry.end and error is None
                 terminal = entry.events[-1] if end and entry.events else None
                 yield Batch(events, end, terminal, error)
@@ -115,7 +116,7 @@ async def stream_reply(subscription, abandoned: Abandoned = None) -> Reply:
         raise
     if first.error is not None:
         subscription.close()
-        return _error_reply(first)
+        raise failure_of(first)
     return Reply(200, SSE_HEADERS, stream=_sse_body(subscription, first, abandoned))
 
 
@@ -128,7 +129,7 @@ def resume_reply(subscription, abandoned: Abandoned = None) -> Reply:
 
 
 async def final_reply(subscription) -> Reply:
-    """Wait for the run to end; the final response object as JSON, or the error."""
+    """Wait for the run to end; the final response object as JSON, or raise the error."""
     response_id = subscription.response_id
     try:
         first = await first_entry(subscription)
@@ -138,27 +139,20 @@ async def final_reply(subscription) -> Reply:
                 if batch is KEEPALIVE:
                     continue
                 if batch.error is not None:
-                    return json_reply(batch.error["status"], batch.error["body"],
-                                      batch.error.get("headers"))
+                    raise batch.error
                 terminal = batch.terminal
     finally:
         subscription.close()
     if terminal is None:  # ended without a terminal event: cancelled
-        return json_reply(409, error_body(f"Response {response_id} was cancelled.",
-                                          "invalid_request_error", None, "response_cancelled"))
+        raise APIError(f"Response {response_id} was cancelled.", status=409,
+                       code="response_cancelled")
     resource = orjson.loads(terminal)["response"]
     if resource["status"] == "failed":
         error = resource["error"]
-        status = 504 if error["code"] == "request_timeout" else 502
-        return json_reply(status, error_body(
-            f"Response {resource['id']} failed: {error['message']}", "server_error", None,
-            error["code"]))
+        raise APIError(f"Response {resource['id']} failed: {error['message']}",
+                       status=504 if error["code"] == "request_timeout" else 502,
+                       type="server_error", code=error["code"])
     return json_reply(200, resource)
-
-
-def _error_reply(entry: Entry) -> Reply:
-    error = entry.error
-    return json_reply(error["status"], error["body"], error.get("headers"))
 
 
 async def _sse_body(subscription, first: Entry | None, abandoned: Abandoned):

@@ -18,7 +18,8 @@ from observability.http import Exchange
 
 from . import framing, relay, streaming
 from ..bus import KEEPALIVE
-from ..errors import APIError, InvalidRequest, ServerError, as_api_error
+from ..bus.entries import failure_of
+from ..errors import InvalidRequest, ServerError, as_api_error
 from .socket_state import SocketState
 
 log = logging.getLogger(__name__)
@@ -27,20 +28,6 @@ ROUTE = "v1/responses"
 PATH = "/v1/responses"
 METHOD = "WEBSOCKET"
 USABLE_STATUSES = {"completed", "incomplete"}
-
-
-def error_frame(status: int, body: dict, headers: dict | None = None) -> str:
-    """OpenAI's WebSocket error event: `{"type": "error", "status", "error": {...}}`."""
-    error = dict(body["error"])
-    if headers:
-        error["headers"] = {str(k).lower(): str(v) for k, v in headers.items()}
-    return orjson.dumps({"type": "error", "status": status, "error": error}).decode()
-
-
-def api_error_frame(exc: APIError) -> str:
-    return error_frame(exc.status, {"error": {"type": exc.type, "code": exc.code,
-                                              "message": exc.message, "param": exc.param}},
-                       exc.headers if exc.status == 429 else None)
 
 
 def create_body(frame: dict) -> tuple[bytes, bool]:
@@ -85,7 +72,7 @@ class Turn:
                 error = ServerError("The server had an error while processing your request.")
             self.status = error.status
             self.state.evict(self.previous)
-            await self.send(api_error_frame(error).encode())
+            await self.send(framing.websocket_error(error))
             await self.socket.refused(error)
         finally:
             self.steerable = False
@@ -120,10 +107,9 @@ class Turn:
         """Send the run's events; the final response object (None: it ended without one)."""
         first = await relay.first_entry(self.subscription)
         if first.error is not None:  # the run failed before it started (e.g. upstream 429)
-            error = first.error
-            self.status = error["status"]
-            await self.send(error_frame(error["status"], error["body"],
-                                        error.get("headers")).encode())
+            error = failure_of(first)
+            self.status = error.status
+            await self.send(framing.websocket_error(error))
             return None
         last, self.started = None, True
         async with aclosing(relay.batches(self.subscription, first)) as batches:

@@ -9,6 +9,7 @@ run before it started (`error`: the HTTP status and OpenAI error body to answer 
 import time
 from dataclasses import dataclass
 
+from ..errors import APIError
 from ..translation.numbering import EventStamper
 
 
@@ -55,9 +56,21 @@ def stamped_entry(stamper: EventStamper, events: list[dict], end: bool = False) 
 
 
 def error_entry(status: int, body: dict, headers: dict | None = None) -> Entry:
-    """The entry that answers the request with an HTTP error instead of a stream."""
+    """The entry that answers the request with an HTTP error instead of a stream: the
+    error's status, OpenAI body and headers (errors.APIError.of_body reads it back)."""
     return Entry(first=-1, last=-1, events=[], end=True,
                  error={"status": status, "body": body, "headers": headers or {}})
+
+
+def failure_entry(error: APIError) -> Entry:
+    """The error entry of `error`."""
+    return error_entry(error.status, error.body, error.headers)
+
+
+def failure_of(entry: Entry) -> APIError:
+    """The error an error entry carries."""
+    error = entry.error
+    return APIError.of_body(error["status"], error["body"], error.get("headers"))
 
 
 KEEPALIVE = object()

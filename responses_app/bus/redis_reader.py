@@ -10,8 +10,8 @@ import time
 
 import redis.asyncio as aioredis
 
-from ..errors import error_body
-from .entries import error_entry
+from ..errors import ServiceUnavailable
+from .entries import failure_entry
 from .redis_codec import async_client, decode, one_connection_client, stream_key
 from .subscription import Subscription
 
@@ -176,9 +176,8 @@ class ReadHub:
                     await asyncio.sleep(self.bus.read_coalesce)
         except Exception as exc:  # Redis gone: every reader gets the failure
             log.error("event stream reader failed: %s", exc)
-            failure = error_entry(503, error_body(
-                "The event stream is unavailable; retry shortly.", "server_error", None,
-                "service_unavailable"))
+            failure = failure_entry(ServiceUnavailable(
+                "The event stream is unavailable; retry shortly."))
             for group in self.subscribers.values():
                 for subscription in group:
                     subscription.put(failure)
