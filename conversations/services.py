@@ -8,9 +8,11 @@ from datetime import datetime, timezone
 
 from django.db import transaction
 
+# runs up a floor, to the create body's parsers: a conversation's items and metadata are
+# validated exactly as a response's input and metadata are (one parser, one error text)
+from responses_app.create.input_items import normalize_input
 from responses_app.create.params import parse_metadata
 from responses_app.errors import InvalidRequest
-from responses_app.create.input_items import normalize_input
 from responses_app.ids import new_id
 from responses_app.models import Tenant
 from responses_app.paging import list_body

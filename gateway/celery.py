@@ -20,6 +20,8 @@ def start_worker_heartbeat(sender=None, **_):
     from responses_app.delivery import watchdog
     from responses_app.delivery.heartbeat import heartbeats
     from responses_app.delivery.run_queue import start_consumer
+    from responses_app.worker.loop import run_loop
+    from responses_app.worker.run import run_response
 
     heartbeats().beat()
     watchdog.start_background_thread(beat=True)
@@ -28,7 +30,7 @@ def start_worker_heartbeat(sender=None, **_):
     concurrency = getattr(sender, "concurrency", None)  # --concurrency, or the setting
     if not isinstance(concurrency, int):  # "auto"
         concurrency = settings.CELERY_WORKER_CONCURRENCY
-    start_consumer(concurrency)
+    start_consumer(concurrency, run_response, run_loop())
 
 
 @worker_shutdown.connect

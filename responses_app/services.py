@@ -20,7 +20,7 @@ from .ids import new_id
 from .create.item_references import resolve_item_references
 from .delivery.jobs import Job
 from .models import TERMINAL_STATUSES, ResponseStatus, StoredResponse, Tenant
-from .reasoning_token import open_sealed
+from .reasoning_token import unsealed
 from .create.tool_outputs import check_tool_outputs
 from .translation.resource import new_response_resource
 
@@ -150,14 +150,6 @@ def response_delete(tenant: Tenant, response_id: str) -> None:
     if not deleted:
         raise NotFound(f"No response found with id '{response_id}'.")
     event_bus().delete(response_id)
-
-
-def unsealed(item: dict) -> dict:
-    """A reasoning item sent back with our `encrypted_content` gets its text restored."""
-    if item["type"] != "reasoning" or not item.get("encrypted_content") or item["content"]:
-        return item
-    sealed = open_sealed(item["encrypted_content"])
-    return item if sealed is None else {**item, **sealed}
 
 
 def _is_stored(tenant: Tenant, response_id: str) -> bool:

@@ -24,25 +24,27 @@ from django.urls import Resolver404, resolve
 from observability.http import begin_exchange, finish_exchange
 
 from ..errors import render_exception
+from .stream_views import STREAMING_METHODS
 
 PREFIX = "/v1/responses"
 
 
 def streaming_route(scope):
-    """(async view handler, resolver match) when a stream view takes this request."""
+    """(async view, resolver match) when a stream view takes this request (its
+    StreamingRoute says so); the URL is resolved only for a method a stream view serves,
+    and once: the view gets the match, Django's handler is not used."""
     path = scope["path"]
-    if not path.startswith(PREFIX):
+    if scope["method"] not in STREAMING_METHODS or not path.startswith(PREFIX):
         return None
     try:
         match = resolve(path)
     except Resolver404:
         return None
-    chooser = getattr(match.func, "streaming_handler", None)
-    if chooser is None:
+    route = getattr(match.func, "streaming_route", None)
+    if route is None:
         return None
     query = QueryDict(scope["query_string"].decode("latin-1"))
-    handler = chooser(scope["method"], query)
-    return None if handler is None else (handler, match)
+    return (route.view, match) if route.serves(scope["method"], query) else None
 
 
 def serve_streaming_views(django_app):

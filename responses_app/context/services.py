@@ -14,7 +14,7 @@ from ..errors import InvalidRequest, NotFound
 from ..ids import new_id
 from ..create.item_references import resolve_item_references
 from ..models import StoredResponse, Tenant
-from ..services import unsealed
+from ..reasoning_token import unsealed
 from ..translation.usage import usage_from_chat
 from .compaction import compact
 from .rendering import chat_request_for, history_items

@@ -7,6 +7,8 @@ and roles the builders use.
 """
 from mcp_tools.request_spec import MCP_ITEM_BUILDERS
 
+# runs up a floor: a compaction item in the input is built by the context package, which
+# owns the item's one description (compaction, rendering)
 from ..context.compaction_items import compaction_input_item
 from .fields import required_string
 from .custom_tool_items import CUSTOM_ITEM_BUILDERS

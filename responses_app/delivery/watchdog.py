@@ -21,6 +21,8 @@ from datetime import datetime, timezone
 from django.conf import settings
 from django.db import close_old_connections
 
+# lifecycle runs up a floor: the watchdog fails an orphaned run through the lifecycle, the
+# one writer of a response's status
 from .. import backends, lifecycle
 from .dispatch import dispatcher
 from ..models import ResponseStatus, StoredResponse
