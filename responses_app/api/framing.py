@@ -17,7 +17,12 @@ TYPE_PREFIX = b'{"type":"'  # how the event builders begin every event (`type` f
 
 
 def sse(events: list[bytes]) -> bytes:
-    """The SSE blocks of `events` (formatting with % is ~3x faster here than `+`)."""
+    """The SSE blocks of `events` (formatting with % is ~3x faster here than `+`; one
+    event, the most common batch under pacing, without a list)."""
+    if len(events) == 1:
+        event = events[0]
+        if event.startswith(TYPE_PREFIX):
+            return b"event: %s\ndata: %s\n\n" % (event[9:event.index(b'"', 9)], event)
     return b"".join([b"event: %s\ndata: %s\n\n" % (event_type(event), event)
                      for event in events])
 

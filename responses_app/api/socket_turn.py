@@ -116,13 +116,14 @@ class Turn:
             async for batch in batches:
                 if batch is KEEPALIVE:
                     continue
-                if batch.end:  # steering closes before the client sees the end
+                events, entry = batch
+                if entry.end and entry.error is None:  # steering closes before the end
                     self.steerable = False
-                for event in batch.events:
+                for event in events:
                     await self.send(event)
-                if batch.events:
-                    last = batch.events[-1]
-                if batch.error is not None:  # the bus failed under us
+                if events:
+                    last = events[-1]
+                if entry.error is not None:  # the bus failed under us
                     return None
         event = orjson.loads(last) if last is not None else {}
         return event.get("response") if event.get("type") != "error" else None
