@@ -4,7 +4,10 @@ The web LPUSHes a queued response's id (with its job, when the run reads nothing
 as it writes the response's row; each worker process has one consumer on its run loop
 that takes messages while fewer than `concurrency` runs are in progress, and starts each
 as a task on that loop. This is all a run needs from a broker, at a fraction
-of a Celery task's cost per run (publish, message encoding, consumer hub, task tracing).
+of a Celery task's cost per run (publish, message encoding, consumer hub, task tracing): at
+the same guarantee (Celery's acks_late), 168-206 vs 1,493-1,710 us of client CPU and 46-54
+vs 163-170 us of Redis CPU per run, ~12-14% of a response's all-in CPU (2026-11-27,
+`python -m bench.run_queue`; docs/architecture.md's ledger says when Celery comes back).
 
 Delivery is at least once (redelivery.py): a message is moved onto this worker's
 processing list as it is taken (BLMOVE) and removed from it once its run's claim is
