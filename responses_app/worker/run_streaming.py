@@ -11,6 +11,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
 from django.conf import settings
 
@@ -70,6 +71,7 @@ class Streaming:
         ))
         self.stamper = EventStamper()
         self.first_delta_at: float | None = None  # time.monotonic() of the first delta
+        self.first_delta_clock: datetime | None = None  # its wall-clock time (stored)
         self.stopped: str | None = None  # "unclaimed" or "cancelled"
 
     async def emit(self, events: list, urgent: bool = True, soon: bool = False) -> None:
@@ -189,6 +191,7 @@ class Streaming:
             first_delta_sent = True
             if self.first_delta_at is None:
                 self.first_delta_at = time.monotonic()
+                self.first_delta_clock = datetime.now(timezone.utc)
             await self._first_delta_out(events, first)
 
     async def _first_delta_out(self, events: list, first: int) -> None:
