@@ -2,16 +2,16 @@
 
 They describe the shapes the code produces (responses_app.translation.resource, the
 selectors, errors.error_body) and accepts. What it accepts is derived from the validators' own
-descriptions: the create body from responses_app.create_body, input items and metadata (shared
-with conversations) from responses_app.input_items and create_params. The schemathesis tests
+descriptions: the create body from responses_app.create.body, input items and metadata (shared
+with conversations) from responses_app.create.input_items and create_params. The schemathesis tests
 hold the server to them. Items are described by their common fields (`type`, `id`) and left
 open, as the OpenAI SDK's models are.
 """
-from responses_app.create_body import create_body_schema
-from responses_app.create_fields import ref
-from responses_app.create_params import METADATA_SCHEMA
-from responses_app.custom_tool_items import CUSTOM_TOOL_SCHEMA
-from responses_app.input_items import INPUT_ITEM_SCHEMA
+from responses_app.create.body import create_body_schema
+from responses_app.create.fields import ref
+from responses_app.create.params import METADATA_SCHEMA
+from responses_app.create.custom_tool_items import CUSTOM_TOOL_SCHEMA
+from responses_app.create.input_items import INPUT_ITEM_SCHEMA
 
 from .context_components import CONTEXT_COMPONENTS
 from .store_components import STORE_COMPONENTS

@@ -1,8 +1,8 @@
 """The OpenAPI components of the context endpoints (`POST /v1/responses/input_tokens` and
 `POST /v1/responses/compact`): their bodies are parts of the create body (the same
 validator reads them), their answers OpenAI's shapes."""
-from responses_app.create_body import create_body_schema
-from responses_app.create_fields import ref
+from responses_app.create.body import create_body_schema
+from responses_app.create.fields import ref
 
 _CREATE = create_body_schema()
 COMPACT_FIELDS = ("model", "input", "instructions", "previous_response_id", "prompt_cache_key")

@@ -1,7 +1,7 @@
 """The OpenAPI components of the Files, Vector Stores and Embeddings endpoints, in OpenAI's
 shapes (files.selectors, vector_stores.selectors and views, the upstream's embeddings
 answer); request bodies as vector_stores.services and embeddings_api check them."""
-from responses_app.create_fields import ref
+from responses_app.create.fields import ref
 
 STRING = {"type": "string"}
 INTEGER = {"type": "integer"}

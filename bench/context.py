@@ -72,7 +72,7 @@ def _chain(tenant, turns: int, compact_at: int | None) -> str:
 
 
 def _job(tenant, previous: str):
-    from responses_app.jobs import Job
+    from responses_app.delivery.jobs import Job
 
     return Job(id="resp_bench", tenant_id=tenant.id, model="bench", store=True,
                background=False, previous_response_id=previous,

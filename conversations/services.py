@@ -1,16 +1,18 @@
 """Writes of the Conversations API: create, update and delete a tenant's conversations, add
 and remove their items, and the check a response created with `conversation` passes.
 
-Items are validated and normalized exactly like response input (responses_app/input_items.py); the
+Items are validated and normalized exactly like response input (responses_app/create/input_items.py); the
 item log itself (order, appends) is items.py, which the worker shares.
 """
 from datetime import datetime, timezone
 
 from django.db import transaction
 
-from responses_app.create_params import parse_metadata
+# runs up a floor, to the create body's parsers: a conversation's items and metadata are
+# validated exactly as a response's input and metadata are (one parser, one error text)
+from responses_app.create.input_items import normalize_input
+from responses_app.create.params import parse_metadata
 from responses_app.errors import InvalidRequest
-from responses_app.input_items import normalize_input
 from responses_app.ids import new_id
 from responses_app.models import Tenant
 from responses_app.paging import list_body

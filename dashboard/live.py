@@ -13,7 +13,7 @@ from django.db.models import Count, Q
 
 from observability.redis_client import probe_client
 from responses_app import backends
-from responses_app.jobs import RUN_QUEUE_KEY
+from responses_app.delivery.jobs import RUN_QUEUE_KEY
 from responses_app.models import TERMINAL_STATUSES, ResponseStatus, StoredResponse
 from upstreams.routing import route_table
 

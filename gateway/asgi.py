@@ -11,7 +11,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
 
 django_app = get_asgi_application()
 
-from responses_app import backends, watchdog  # noqa: E402
+from responses_app import backends  # noqa: E402
+from responses_app.delivery import watchdog  # noqa: E402
 from responses_app.api.asgi_front import serve_streaming_views  # noqa: E402
 from responses_app.api.websocket import websocket_application  # noqa: E402
 from observability.tracing import wrap_asgi  # noqa: E402

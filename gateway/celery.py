@@ -14,12 +14,14 @@ app.autodiscover_tasks(["responses_app", "dashboard", "vector_stores"])
 @worker_init.connect
 def start_worker_heartbeat(sender=None, **_):
     """A worker announces itself before it takes any run, keeps its heartbeat fresh and
-    takes its turn as the watchdog (see responses_app/watchdog.py), then takes runs from
-    the run queue, as many at once as its --concurrency (responses_app/worker/run_queue.py).
+    takes its turn as the watchdog (see responses_app/delivery/watchdog.py), then takes runs from
+    the run queue, as many at once as its --concurrency (responses_app/delivery/run_queue.py).
     Celery itself only carries the periodic tasks."""
-    from responses_app import watchdog
-    from responses_app.worker.heartbeat import heartbeats
-    from responses_app.worker.run_queue import start_consumer
+    from responses_app.delivery import watchdog
+    from responses_app.delivery.heartbeat import heartbeats
+    from responses_app.delivery.run_queue import start_consumer
+    from responses_app.worker.loop import run_loop
+    from responses_app.worker.run import run_response
 
     heartbeats().beat()
     watchdog.start_background_thread(beat=True)
@@ -28,15 +30,15 @@ def start_worker_heartbeat(sender=None, **_):
     concurrency = getattr(sender, "concurrency", None)  # --concurrency, or the setting
     if not isinstance(concurrency, int):  # "auto"
         concurrency = settings.CELERY_WORKER_CONCURRENCY
-    start_consumer(concurrency)
+    start_consumer(concurrency, run_response, run_loop())
 
 
 @worker_shutdown.connect
 def stop_taking_runs(**_):
     """A warm shutdown takes no more runs and lets the runs in progress finish; the worker
     is gone at once for readiness, not after its heartbeat's TTL."""
-    from responses_app.worker.heartbeat import heartbeats
-    from responses_app.worker.run_queue import stop_consumer
+    from responses_app.delivery.heartbeat import heartbeats
+    from responses_app.delivery.run_queue import stop_consumer
 
     stop_consumer()
     try:

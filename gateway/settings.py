@@ -195,7 +195,7 @@ RUN_DEADLINE_SECONDS = env.int("RUN_DEADLINE_SECONDS", default=3600)
 CANCEL_WAIT_SECONDS = env.float("CANCEL_WAIT_SECONDS", default=5.0)
 # Workers refresh a heartbeat (TTL below) a few times per TTL; every WATCHDOG_INTERVAL one
 # process fails the runs of workers whose heartbeat expired, and gives back to the run
-# queue the messages they had taken and not claimed (responses_app/run_delivery.py).
+# queue the messages they had taken and not claimed (responses_app/delivery/redelivery.py).
 WORKER_HEARTBEAT_TTL_SECONDS = env.float("WORKER_HEARTBEAT_TTL_SECONDS", default=15.0)
 WATCHDOG_INTERVAL_SECONDS = env.float("WATCHDOG_INTERVAL_SECONDS", default=5.0)
 

@@ -12,8 +12,10 @@ import logging
 import orjson
 from django.conf import settings
 
+# runs up a floor: the runner is a part of the run (worker side) kept with the MCP app; it
+# renders the upstream's items and cleans a tool's output as the rest of the run does
 from responses_app.context.compaction_items import upstream_items
-from responses_app.nul import without_nul
+from responses_app.create.nul import without_nul
 from responses_app.translation.chat_request import build_chat_request
 from responses_app.translation.mcp_history import upstream_function_name
 from responses_app.translation.state_machine import McpToolTarget

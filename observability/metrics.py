@@ -64,7 +64,8 @@ class _ScrapeTimeCollector:
 
     def collect(self):
         from responses_app import backends
-        from responses_app.jobs import RUN_QUEUE_KEY
+        # runs up a floor, read when scraped: the gauge of the run queue's depth
+        from responses_app.delivery.jobs import RUN_QUEUE_KEY
 
         from .redis_client import probe_client
 

@@ -15,19 +15,19 @@ from django.utils.module_loading import import_string
 
 IN_PROCESS = {
     "event_bus": "responses_app.bus.memory_event_bus",
-    "cancellation": "responses_app.cancellation.MemoryCancellation",
-    "heartbeats": "responses_app.worker.heartbeat.MemoryHeartbeats",
+    "cancellation": "responses_app.delivery.cancellation.MemoryCancellation",
+    "heartbeats": "responses_app.delivery.heartbeat.MemoryHeartbeats",
     "limiter": "accounting.limiter_memory.MemoryLimiter",
     "mcp_headers": "mcp_tools.header_store.MemoryHeaderStore",
     "run_dispatcher": "responses_app.worker.in_process.InProcessRunner",
 }
 REDIS = {
     "event_bus": "responses_app.bus.redis_event_bus",
-    "cancellation": "responses_app.cancellation.RedisCancellation",
-    "heartbeats": "responses_app.worker.heartbeat.RedisHeartbeats",
+    "cancellation": "responses_app.delivery.cancellation.RedisCancellation",
+    "heartbeats": "responses_app.delivery.heartbeat.RedisHeartbeats",
     "limiter": "accounting.limiter_redis.limiter_from_settings",
     "mcp_headers": "mcp_tools.header_store.RedisHeaderStore",
-    "run_dispatcher": "responses_app.dispatch.RunQueue",
+    "run_dispatcher": "responses_app.delivery.dispatch.RunQueue",
 }
 
 

@@ -1,5 +1,10 @@
 """The web process's database threads: ORM work from its event loop, one hop each way,
-on a small pool of long-lived threads (their connections go back to the pool after)."""
+on a small pool of long-lived threads (their connections go back to the pool after).
+
+It stands where channels' `database_sync_to_async` would, which runs every ORM call of the
+process on one thread (thread-sensitive): 47-55 vs 72-120 us CPU and 61-209 vs 209-571 us
+wall per hop, one caller (2026-11-27); kept for its parallel threads, under the CPU bar
+(docs/architecture.md's ledger)."""
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache

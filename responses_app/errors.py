@@ -1,7 +1,13 @@
-"""The one error hierarchy of the API and its rendering as OpenAI-shaped JSON.
+"""The one error type of the API (APIError: a status, an OpenAI error object, headers)
+and its HTTP rendering.
 
 Every error a client sees is `{"error": {"message", "type", "param", "code"}}` with the
-right HTTP status, whether it was raised by our code, by DRF or by Django.
+right HTTP status, whether it was raised by our code, by DRF, by Django or by the upstream
+(worker.upstream.UpstreamRejected, carried to the web on the bus: bus.entries.failure_entry).
+Each transport renders it once: HTTP JSON here (error_response, for every view, the
+middleware and the ASGI front), the WebSocket `error` event in api/framing.py. An SSE
+stream has no error event of its own: an error before its first event is the HTTP answer,
+and a run that fails after it ends with its `response.failed` event.
 """
 import logging
 
@@ -28,6 +34,18 @@ class APIError(Exception):
         if type is not None:
             self.type = type
         self.headers = headers or {}
+
+    @property
+    def body(self) -> dict:
+        """The OpenAI error object: `{"error": {"message", "type", "param", "code"}}`."""
+        return error_body(self.message, self.type, self.param, self.code)
+
+    @classmethod
+    def of_body(cls, status: int, body: dict, headers: dict | None = None) -> "APIError":
+        """The error that `status` and an OpenAI error `body` describe (the bus's form)."""
+        error = body["error"]
+        return cls(error.get("message"), param=error.get("param"), code=error.get("code"),
+                   status=status, type=error.get("type"), headers=headers)
 
 
 class InvalidRequest(APIError):
@@ -66,7 +84,8 @@ def error_body(message, type="invalid_request_error", param=None, code=None):
 
 
 def error_response(exc: APIError) -> JsonResponse:
-    response = JsonResponse(error_body(exc.message, exc.type, exc.param, exc.code), status=exc.status)
+    """The HTTP rendering of an error: its JSON body, status and headers."""
+    response = JsonResponse(exc.body, status=exc.status)
     for name, value in exc.headers.items():
         response[name] = value
     if exc.status == 401:

@@ -34,6 +34,14 @@ def open_sealed(token: str) -> dict | None:
     return open_payload(token, "reasoning")
 
 
+def unsealed(item: dict) -> dict:
+    """A reasoning item sent back with our `encrypted_content` gets its text restored."""
+    if item["type"] != "reasoning" or not item.get("encrypted_content") or item["content"]:
+        return item
+    sealed = open_sealed(item["encrypted_content"])
+    return item if sealed is None else {**item, **sealed}
+
+
 def seal_payload(payload: dict, purpose: str) -> str:
     return _fernet(purpose).encrypt(orjson.dumps(payload)).decode()
 

@@ -11,17 +11,17 @@ from mcp_tools.services import mcp_request_prepare
 
 from . import lifecycle
 from .bus import event_bus
-from .cancellation import cancellation
-from .create_request import CreateRequest
+from .delivery.cancellation import cancellation
+from .create.request import CreateRequest
 from .db_threads import run_db
-from .dispatch import dispatcher
+from .delivery.dispatch import dispatcher
 from .errors import InvalidRequest, NotFound
 from .ids import new_id
-from .item_references import resolve_item_references
-from .jobs import Job
+from .create.item_references import resolve_item_references
+from .delivery.jobs import Job
 from .models import TERMINAL_STATUSES, ResponseStatus, StoredResponse, Tenant
-from .reasoning_token import open_sealed
-from .tool_outputs import check_tool_outputs
+from .reasoning_token import unsealed
+from .create.tool_outputs import check_tool_outputs
 from .translation.resource import new_response_resource
 
 log = logging.getLogger(__name__)
@@ -150,14 +150,6 @@ def response_delete(tenant: Tenant, response_id: str) -> None:
     if not deleted:
         raise NotFound(f"No response found with id '{response_id}'.")
     event_bus().delete(response_id)
-
-
-def unsealed(item: dict) -> dict:
-    """A reasoning item sent back with our `encrypted_content` gets its text restored."""
-    if item["type"] != "reasoning" or not item.get("encrypted_content") or item["content"]:
-        return item
-    sealed = open_sealed(item["encrypted_content"])
-    return item if sealed is None else {**item, **sealed}
 
 
 def _is_stored(tenant: Tenant, response_id: str) -> bool:

@@ -12,7 +12,7 @@ from django.utils import timezone
 from responses_app.bus import event_bus
 from responses_app.bus.entries import Entry
 from responses_app.models import Tenant
-from responses_app.translation.sse import EventStamper
+from responses_app.translation.numbering import EventStamper
 from tests.admin_data import assistant_message, stored, user_message
 
 pytestmark = pytest.mark.django_db
@@ -271,9 +271,9 @@ def write_events(response_id, events_per_entry):
     stamper = EventStamper()
     for index, types in enumerate(events_per_entry):
         first = stamper.next_sequence_number
-        data = stamper.render([{"type": kind, "delta": f"<d{first + i}>"}
-                               for i, kind in enumerate(types)])
-        async_to_sync(writer.append)(Entry(first, stamper.next_sequence_number - 1, data,
+        events = stamper.stamp([{"type": kind, "delta": f"<d{first + i}>"}
+                                for i, kind in enumerate(types)])
+        async_to_sync(writer.append)(Entry(first, stamper.next_sequence_number - 1, events,
                                            end=index == len(events_per_entry) - 1))
 
 

@@ -5,7 +5,7 @@ tests go through `parse_create_request` so they see the params the worker really
 """
 import pytest
 
-from responses_app.create_request import parse_create_request
+from responses_app.create.request import parse_create_request
 from responses_app.translation.chat_request import build_chat_request, messages_from_items
 
 

@@ -1,6 +1,6 @@
 """The OpenAPI component of the create body and the validator agree, field by field.
 
-Both come from one table (responses_app.create_body.CREATE_BODY); this holds the derivation
+Both come from one table (responses_app.create.body.CREATE_BODY); this holds the derivation
 to it. For every field, probe values (the limits of its kind and either side of them, each
 choice, wrong types, and examples of the structured fields) are put in an otherwise valid
 body; the served document's `CreateResponseRequest` accepts a probe exactly when
@@ -13,11 +13,11 @@ import jsonschema
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
-from responses_app.create_body import CREATE_BODY, create_body_schema
-from responses_app.create_fields import (
+from responses_app.create.body import CREATE_BODY, create_body_schema
+from responses_app.create.fields import (
     Boolean, Choice, Custom, Integer, Number, Opaque, Refused, String,
 )
-from responses_app.create_request import parse_create_request
+from responses_app.create.request import parse_create_request
 from responses_app.errors import InvalidRequest
 
 WRONG_TYPES = [True, 1, 1.5, "x", "", [], ["x"], {}]

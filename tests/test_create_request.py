@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from responses_app.create_body import FIELDS, NOT_APPLIED
-from responses_app.create_request import parse_create_request
+from responses_app.create.body import FIELDS, NOT_APPLIED
+from responses_app.create.request import parse_create_request
 from responses_app.errors import InvalidRequest
 from responses_app.translation.chat_request import build_chat_request
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from responses_app.create_request import parse_create_request
+from responses_app.create.request import parse_create_request
 from responses_app.errors import InvalidRequest
 from responses_app.translation.chat_request import build_chat_request
 from responses_app.translation.custom_input import InputDecoder

@@ -2,7 +2,7 @@
 message from the queue and before it claimed the response loses nothing. Its processing
 list still holds the message; the watchdog gives it back once the worker's heartbeat has
 expired, another worker runs it, the client's stream goes on normally, and the upstream
-sees exactly one request (run_delivery.py).
+sees exactly one request (responses_app/delivery/redelivery.py).
 
 The worker is stopped at the exact point by `RUN_QUEUE_STOP_BEFORE_CLAIM=1` (it then waits
 forever holding the message), which the test observes through Redis before the kill.

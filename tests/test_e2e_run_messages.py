@@ -6,7 +6,7 @@ import orjson
 import psycopg
 import redis
 
-from responses_app.jobs import JOB_COLUMNS, RUN_QUEUE_KEY
+from responses_app.delivery.jobs import JOB_COLUMNS, RUN_QUEUE_KEY
 from tests.invariants import check_stream
 from tests.sse import parse_sse
 from tests.test_e2e_durable import wait_for

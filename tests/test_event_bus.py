@@ -3,6 +3,7 @@ sequence number, live tail, the end marker, pre-start errors, and one writer per
 import asyncio
 import os
 
+import orjson
 import pytest
 import redis
 
@@ -10,7 +11,7 @@ from responses_app.bus import KEEPALIVE, StreamFenced
 from responses_app.bus.entries import Entry, error_entry
 from responses_app.bus.memory import MemoryEventBus
 from responses_app.bus.redis import RedisEventBus
-from responses_app.translation.sse import EventStamper, event_of_block, split_blocks
+from responses_app.translation.numbering import EventStamper
 from tests.servers import BUS_REDIS_DB, REDIS_BASE_URL
 
 
@@ -57,14 +58,14 @@ def run(scenario, *buses):
 
 def batch(stamper, count, end=False):
     first = stamper.next_sequence_number
-    data = stamper.render([{"type": "response.output_text.delta", "delta": f"d{first + i}"}
-                           for i in range(count)])
-    return Entry(first, stamper.next_sequence_number - 1, data, end=end)
+    events = stamper.stamp([{"type": "response.output_text.delta", "delta": f"d{first + i}"}
+                            for i in range(count)])
+    return Entry(first, stamper.next_sequence_number - 1, events, end=end)
 
 
 def numbers(entries):
-    return [event_of_block(block)["sequence_number"]
-            for entry in entries for block in split_blocks(entry.data)]
+    return [orjson.loads(event)["sequence_number"]
+            for entry in entries for event in entry.events]
 
 
 async def collect(subscription, timeout=5.0):

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from responses_app.bus import StreamFenced
-from responses_app.translation.sse import EventStamper
+from responses_app.translation.numbering import EventStamper
 from tests.test_event_bus import BUSES, batch, collect, numbers, redis_bus, run
 
 

@@ -6,7 +6,7 @@ import pytest
 import redis
 
 from responses_app.bus.redis import stream_key
-from responses_app.translation.sse import EventStamper
+from responses_app.translation.numbering import EventStamper
 from tests.test_event_bus import BUSES, batch, numbers, redis_bus, run
 
 
@@ -46,3 +46,16 @@ def test_an_entry_written_without_a_time_reads_back_without_one():
                                        id="1-0")
     [entry] = bus.read_retained("resp_old").entries
     assert (entry.first, entry.last, entry.end, entry.at) == (0, 0, True, None)
+
+
+def test_an_entry_framed_by_the_previous_release_reads_back_as_events():
+    """Until its retained entries expire, a stream written as SSE blocks reads back as the
+    JSON objects of its events."""
+    bus = redis_bus()
+    redis.Redis.from_url(bus.url).xadd(stream_key("resp_framed"), {
+        "f": 0, "e": 1, "t": 1,
+        "d": b'event: a\ndata: {"type":"a","sequence_number":0}\n\n'
+             b'event: b\ndata: {"type":"b","sequence_number":1}\n\n'}, id="1-1")
+    [entry] = bus.read_retained("resp_framed").entries
+    assert entry.events == [b'{"type":"a","sequence_number":0}',
+                            b'{"type":"b","sequence_number":1}']

@@ -6,7 +6,7 @@ import pytest
 from hosted_tools.catalog import HOSTED_TYPES, UNBACKED_TYPES, WEB_SEARCH_TYPES
 from hosted_tools.dropped import dropped_tools_header
 from observability.metrics import HOSTED_TOOLS_DROPPED
-from responses_app.create_request import parse_create_request
+from responses_app.create.request import parse_create_request
 from responses_app.errors import InvalidRequest
 
 

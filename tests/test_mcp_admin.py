@@ -60,7 +60,7 @@ def test_keys_rotate(settings):
 
 def test_another_tenants_server_is_unknown():
     from mcp_tools.services import mcp_request_prepare
-    from responses_app.create_request import parse_create_request
+    from responses_app.create.request import parse_create_request
     from responses_app.errors import InvalidRequest
 
     alice, bob = Tenant.objects.create(name="alice"), Tenant.objects.create(name="bob")

@@ -4,7 +4,7 @@ import pytest
 from openai.types.responses import ResponseInputItemParam, ResponseOutputItem
 from pydantic import TypeAdapter
 
-from responses_app.create_request import parse_create_request
+from responses_app.create.request import parse_create_request
 from responses_app.errors import InvalidRequest
 from responses_app.translation.chat_request import build_chat_request
 

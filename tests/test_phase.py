@@ -2,7 +2,7 @@
 sent upstream), and set on output messages when the run asks for it (exact events)."""
 import pytest
 
-from responses_app.create_request import parse_create_request
+from responses_app.create.request import parse_create_request
 from responses_app.errors import InvalidRequest
 from responses_app.translation.chat_request import build_chat_request
 from responses_app.translation.phase import phase_wanted

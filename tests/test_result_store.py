@@ -12,7 +12,7 @@ import pytest
 from accounting.models import DailyUsage, ResponseUsage
 from responses_app.models import ResponseStatus, StoredResponse, Tenant
 from responses_app import lifecycle
-from responses_app.jobs import Job
+from responses_app.delivery.jobs import Job
 from responses_app.lifecycle.database import close_pool
 from responses_app.lifecycle.statements import (CLAIM_RETRY_DELAYS, CLAIM_WAIT_SECONDS,
                                                 claim_retry_delay)

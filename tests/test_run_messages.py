@@ -5,9 +5,9 @@ from datetime import datetime, timezone
 
 import orjson
 
-from responses_app.jobs import (
+from responses_app.delivery.jobs import (
     JOB_COLUMNS, MAX_JOB_BYTES, Job, job_of_message, parse_run_message, run_message)
-from responses_app.run_delivery import resent_form
+from responses_app.delivery.redelivery import resent_form
 
 JOB = {"tenant_id": 7, "model": "m", "store": True, "background": False,
        "previous_response_id": None, "conversation_id": None,

@@ -1,6 +1,6 @@
 """The pure translator: recorded upstream chunk sequences → the exact Responses event stream.
 
-Every stream here is rendered to SSE bytes by the EventStamper and judged by
+Every stream here is numbered by the EventStamper, framed as SSE and judged by
 `tests.oracles.check_sse_stream` (framing, both schema oracles, the invariant checker)
 before its exact event list, items and usage are asserted. No database, no network.
 """
@@ -8,9 +8,10 @@ import itertools
 
 import pytest
 
-from responses_app.create_request import parse_create_request
+from responses_app.api.framing import sse
+from responses_app.create.request import parse_create_request
 from responses_app.translation.resource import new_response_resource
-from responses_app.translation.sse import EventStamper
+from responses_app.translation.numbering import EventStamper
 from responses_app.translation.state_machine import ResponseTranslator, TranslatorOptions
 from tests.oracles import check_sse_stream
 from tests.upstream_scenarios import CREATED, SCENARIOS, accumulate, text_of
@@ -27,6 +28,11 @@ def sequential_ids():
     return lambda prefix: f"{prefix}_{next(counter)}"
 
 
+def framed(stamper, events):
+    """`events` numbered by `stamper`, framed as the SSE stream frames them."""
+    return sse(stamper.stamp(events))
+
+
 def translate(chunks, *, model="fake-text", fail=None, **options):
     """start → feed every chunk → finish (or fail(code, message)); return (events, response).
 
@@ -41,10 +47,10 @@ def translate(chunks, *, model="fake-text", fail=None, **options):
     translator = ResponseTranslator(
         response, TranslatorOptions(ids=sequential_ids(), now=lambda: NOW, **options))
     stamper = EventStamper()
-    raw = stamper.render(translator.start())
+    raw = framed(stamper, translator.start())
     for chunk in chunks:
-        raw += stamper.render(translator.feed(chunk))
-    raw += stamper.render(translator.finish() if fail is None else translator.fail(*fail))
+        raw += framed(stamper, translator.feed(chunk))
+    raw += framed(stamper, translator.finish() if fail is None else translator.fail(*fail))
     return check_sse_stream(raw + b"data: [DONE]\n\n")
 
 

@@ -7,16 +7,16 @@ from openai.types.responses import (
     ResponseFileSearchToolCall, ResponseFunctionWebSearch, ResponseOutputMessage,
 )
 
-from responses_app.create_request import parse_create_request
+from responses_app.create.request import parse_create_request
 from responses_app.translation.citations import annotations_for
 from responses_app.translation.hosted_items import (
     FileResult, WebResult, hosted_items_as_function_items,
 )
 from responses_app.translation.resource import new_response_resource
-from responses_app.translation.sse import EventStamper
+from responses_app.translation.numbering import EventStamper
 from responses_app.translation.state_machine import ResponseTranslator, TranslatorOptions
 from tests.oracles import check_sse_stream
-from tests.test_state_machine import sequential_ids
+from tests.test_state_machine import framed, sequential_ids
 from tests.upstream_scenarios import CREATED, scenario_for
 
 HOSTED = {"web_search": "web_search", "file_search": "file_search"}
@@ -42,21 +42,21 @@ def translator(include=()):
 def run(call_line: str, results, include=(), error=None):
     """One turn calling a hosted tool, its results, one answering turn: (events, final, text)."""
     t, stamper = translator(include), EventStamper()
-    raw = stamper.render(t.start())
+    raw = framed(stamper, t.start())
     for chunk in scenario_for("fake-citing-caller", {"messages": [
             {"role": "user", "content": call_line}]}).chunks:
-        raw += stamper.render(t.feed(chunk))
+        raw += framed(stamper, t.feed(chunk))
     events, to_run = t.end_turn()
-    raw += stamper.render(events)
+    raw += framed(stamper, events)
     assert [item["id"] for item in to_run] == ["ws_0" if "web" in call_line else "fs_0"]
     events, kind, queries = t.hosted_searching(to_run[0])
-    raw += stamper.render(events)
+    raw += framed(stamper, events)
     events, text = t.hosted_call_done(to_run[0], results, error)
-    raw += stamper.render(events)
+    raw += framed(stamper, events)
     for chunk in scenario_for("fake-citing-caller", {"messages": [
             {"role": "tool", "content": text}]}).chunks:
-        raw += stamper.render(t.feed(chunk))
-    raw += stamper.render(t.finish())
+        raw += framed(stamper, t.feed(chunk))
+    raw += framed(stamper, t.finish())
     events, final = check_sse_stream(raw + b"data: [DONE]\n\n")
     return events, final, (kind, queries, text)
 
@@ -164,14 +164,14 @@ def test_a_failed_search_closes_failed_and_the_model_is_told():
 
 def test_a_run_failing_mid_search_closes_the_call_incomplete():
     t, stamper = translator(), EventStamper()
-    raw = stamper.render(t.start())
+    raw = framed(stamper, t.start())
     for chunk in scenario_for("fake-tool-caller", {"messages": [
             {"role": "user", "content": 'call web_search {"query": "q"}'}]}).chunks:
-        raw += stamper.render(t.feed(chunk))
+        raw += framed(stamper, t.feed(chunk))
     events, to_run = t.end_turn()
-    raw += stamper.render(events)
-    raw += stamper.render(t.hosted_searching(to_run[0])[0])
-    raw += stamper.render(t.fail("server_error", "boom"))
+    raw += framed(stamper, events)
+    raw += framed(stamper, t.hosted_searching(to_run[0])[0])
+    raw += framed(stamper, t.fail("server_error", "boom"))
     events, final = check_sse_stream(raw + b"data: [DONE]\n\n")
     assert [e["type"] for e in events][2:] == [
         "response.output_item.added", "response.web_search_call.in_progress",

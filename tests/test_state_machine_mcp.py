@@ -1,16 +1,16 @@
 """The pure translator across upstream turns (gateway-run MCP tools): a call to an MCP tool
 becomes an `mcp_call` (or an `mcp_approval_request`), output indexes continue over turns,
 usage adds up, and a run that fails with a call in flight closes it. No I/O here."""
-from responses_app.create_request import parse_create_request
+from responses_app.create.request import parse_create_request
 from responses_app.translation.resource import new_response_resource
-from responses_app.translation.sse import EventStamper
+from responses_app.translation.numbering import EventStamper
 from responses_app.translation.state_machine import (
     McpToolTarget,
     ResponseTranslator,
     TranslatorOptions,
 )
 from tests.oracles import check_sse_stream
-from tests.test_state_machine import sequential_ids
+from tests.test_state_machine import framed, sequential_ids
 from tests.upstream_scenarios import CREATED, scenario_for
 
 MCP_TOOLS = {"demo__echo": McpToolTarget("demo", "echo", needs_approval=False),
@@ -34,17 +34,17 @@ def turn(model_input: str, messages=()):
 
 def test_an_mcp_call_then_a_second_turn():
     t, stamper = translator(), EventStamper()
-    raw = stamper.render(t.start())
+    raw = framed(stamper, t.start())
     for chunk in turn('call demo__echo {"text": "hi"}'):
-        raw += stamper.render(t.feed(chunk))
+        raw += framed(stamper, t.feed(chunk))
     events, to_run = t.end_turn()
-    raw += stamper.render(events)
+    raw += framed(stamper, events)
     assert [item["id"] for item in to_run] == ["mcp_0"]
-    raw += stamper.render(t.mcp_call_done(to_run[0], output="echo: hi"))
+    raw += framed(stamper, t.mcp_call_done(to_run[0], output="echo: hi"))
     for chunk in scenario_for("fake-tool-caller", {"messages": [
             {"role": "tool", "content": "echo: hi"}]}).chunks:
-        raw += stamper.render(t.feed(chunk))
-    raw += stamper.render(t.finish())
+        raw += framed(stamper, t.feed(chunk))
+    raw += framed(stamper, t.finish())
     events, final = check_sse_stream(raw + b"data: [DONE]\n\n")
     assert [e["type"] for e in events] == [
         "response.created", "response.in_progress",
@@ -65,12 +65,12 @@ def test_an_mcp_call_then_a_second_turn():
 
 def test_a_call_needing_approval_is_a_request_item_added_at_the_end_of_the_turn():
     t, stamper = translator(), EventStamper()
-    raw = stamper.render(t.start())
+    raw = framed(stamper, t.start())
     for chunk in turn('call demo__sum {"a": 1, "b": 2}'):
-        raw += stamper.render(t.feed(chunk))
+        raw += framed(stamper, t.feed(chunk))
     events, to_run = t.end_turn()
     assert to_run == []
-    raw += stamper.render(events) + stamper.render(t.finish())
+    raw += framed(stamper, events) + framed(stamper, t.finish())
     events, final = check_sse_stream(raw + b"data: [DONE]\n\n")
     assert [e["type"] for e in events][2:] == [
         "response.output_item.added", "response.output_item.done", "response.completed"]
@@ -81,11 +81,11 @@ def test_a_call_needing_approval_is_a_request_item_added_at_the_end_of_the_turn(
 
 def test_a_failure_with_a_call_in_flight_closes_it_incomplete():
     t, stamper = translator(), EventStamper()
-    raw = stamper.render(t.start())
+    raw = framed(stamper, t.start())
     for chunk in turn('call demo__echo {"text": "hi"}'):
-        raw += stamper.render(t.feed(chunk))
+        raw += framed(stamper, t.feed(chunk))
     events, _ = t.end_turn()
-    raw += stamper.render(events) + stamper.render(t.fail("server_error", "cancelled"))
+    raw += framed(stamper, events) + framed(stamper, t.fail("server_error", "cancelled"))
     events, final = check_sse_stream(raw + b"data: [DONE]\n\n")
     assert events[-2]["type"] == "response.output_item.done"
     assert final["output"][0]["status"] == "incomplete"

@@ -5,8 +5,9 @@ requests only).
 The library's way is Django's handler: it is what serves these views when this front is
 not installed (tests through Django's client) and every other request. Its cost on this
 path is the middleware chain (each MiddlewareMixin hook a hop to a thread; every
-request, a stream too, gets a thread of its own) and the request signals; the paired
-benchmark runs that keep this front are in the commit that made it this thin.
+request, a stream too, gets a thread of its own) and the request signals: web CPU 2.5 vs
+5.6 ms per response, all-in +42% without it, at c=100, 5 ms (paired runs, 2026-11-25,
+2f9616d; docs/architecture.md's ledger says when Django's handler comes back).
 
 Everything else is the library's or shared with Django's route, once: Django resolves the
 URL, reads the body and builds the request (ASGIHandler.read_body, ASGIRequest), checks
@@ -24,25 +25,27 @@ from django.urls import Resolver404, resolve
 from observability.http import begin_exchange, finish_exchange
 
 from ..errors import render_exception
+from .stream_views import STREAMING_METHODS
 
 PREFIX = ("/v1/responses", "/v1/chat/completions")  # the stream views' routes
 
 
 def streaming_route(scope):
-    """(async view handler, resolver match) when a stream view takes this request."""
+    """(async view, resolver match) when a stream view takes this request (its
+    StreamingRoute says so); the URL is resolved only for a method a stream view serves,
+    and once: the view gets the match, Django's handler is not used."""
     path = scope["path"]
-    if not path.startswith(PREFIX):
+    if scope["method"] not in STREAMING_METHODS or not path.startswith(PREFIX):
         return None
     try:
         match = resolve(path)
     except Resolver404:
         return None
-    chooser = getattr(match.func, "streaming_handler", None)
-    if chooser is None:
+    route = getattr(match.func, "streaming_route", None)
+    if route is None:
         return None
     query = QueryDict(scope["query_string"].decode("latin-1"))
-    handler = chooser(scope["method"], query)
-    return None if handler is None else (handler, match)
+    return (route.view, match) if route.serves(scope["method"], query) else None
 
 
 def serve_streaming_views(django_app):

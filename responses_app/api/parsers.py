@@ -2,7 +2,7 @@
 (Postgres text cannot store one; the ASGI front applies the same rule to POST /v1/responses)."""
 from rest_framework.parsers import JSONParser
 
-from ..nul import NUL_MESSAGE, contains_nul
+from ..create.nul import NUL_MESSAGE, contains_nul
 from ..errors import InvalidRequest
 
 

@@ -4,23 +4,22 @@ The frame is the create body of `POST /v1/responses` with `type` (and `generate`
 and without `stream` and `background`; it goes through the same steps as an HTTP create
 (streaming.create: admission, validation, the row, the run, the subscription), with the
 socket's last response as the supplied history when it continues an unstored one. The
-run's events go out as they are on the bus, one JSON text frame each (the SSE stream's
-`data:` lines, with the same sequence numbers); an error before the run started is an
-`error` frame in OpenAI's WebSocket shape.
+run's events go out as the relay hands them (relay.batches), one JSON text frame each
+(framing.py: the same objects and sequence numbers as the SSE stream's); an error before
+the run started is an `error` frame in OpenAI's WebSocket shape.
 """
 import logging
 import time
+from contextlib import aclosing
 
 import orjson
-from django.conf import settings
 
 from observability.http import Exchange
-from observability.metrics import ACTIVE_STREAMS, EVENTS_RELAYED
 
-from . import streaming
+from . import framing, relay, streaming
 from ..bus import KEEPALIVE
-from ..errors import APIError, InvalidRequest, ServerError, ServiceUnavailable, as_api_error
-from ..translation.sse import split_blocks
+from ..bus.entries import failure_of
+from ..errors import InvalidRequest, ServerError, as_api_error
 from .socket_state import SocketState
 
 log = logging.getLogger(__name__)
@@ -29,20 +28,6 @@ ROUTE = "v1/responses"
 PATH = "/v1/responses"
 METHOD = "WEBSOCKET"
 USABLE_STATUSES = {"completed", "incomplete"}
-
-
-def error_frame(status: int, body: dict, headers: dict | None = None) -> str:
-    """OpenAI's WebSocket error event: `{"type": "error", "status", "error": {...}}`."""
-    error = dict(body["error"])
-    if headers:
-        error["headers"] = {str(k).lower(): str(v) for k, v in headers.items()}
-    return orjson.dumps({"type": "error", "status": status, "error": error}).decode()
-
-
-def api_error_frame(exc: APIError) -> str:
-    return error_frame(exc.status, {"error": {"type": exc.type, "code": exc.code,
-                                              "message": exc.message, "param": exc.param}},
-                       exc.headers if exc.status == 429 else None)
 
 
 def create_body(frame: dict) -> tuple[bytes, bool]:
@@ -66,8 +51,7 @@ class Turn:
 
     def __init__(self, socket, state: SocketState, frame: dict, stream_id: str | None):
         self.socket, self.state, self.frame, self.stream_id = socket, state, frame, stream_id
-        self.suffix = None if stream_id is None else (
-            ',"stream_id":' + orjson.dumps(stream_id).decode() + "}")
+        self.suffix = framing.websocket_suffix(stream_id)
         self.exchange = Exchange(METHOD, None)
         self.previous = frame.get("previous_response_id")
         self.job = self.subscription = None
@@ -88,7 +72,7 @@ class Turn:
                 error = ServerError("The server had an error while processing your request.")
             self.status = error.status
             self.state.evict(self.previous)
-            await self.send(api_error_frame(error))
+            await self.send(framing.websocket_error(error))
             await self.socket.refused(error)
         finally:
             self.steerable = False
@@ -96,9 +80,9 @@ class Turn:
                 self.subscription.close()
             self.exchange.answered(ROUTE, PATH, self.status)
 
-    async def send(self, text: str) -> None:
+    async def send(self, event: bytes) -> None:
         """One frame to the client: an event's JSON, tagged with the stream it belongs to."""
-        await self.socket.send_text(text if self.suffix is None else text[:-1] + self.suffix)
+        await self.socket.send_text(framing.websocket_text(event, self.suffix))
 
     async def _run(self) -> None:
         body, generate = create_body(self.frame)
@@ -121,34 +105,26 @@ class Turn:
 
     async def _relay(self) -> dict | None:
         """Send the run's events; the final response object (None: it ended without one)."""
-        subscription = self.subscription
-        entry = await subscription.get(settings.UPSTREAM_TIMEOUT
-                                       + settings.UPSTREAM_CONNECT_TIMEOUT)
-        if entry is KEEPALIVE:
-            raise ServiceUnavailable("No worker started this response in time; retry shortly.")
-        if entry.error is not None:  # the run failed before it started (e.g. upstream 429)
-            error = entry.error
-            self.status = error["status"]
-            await self.send(error_frame(error["status"], error["body"], error.get("headers")))
+        first = await relay.first_entry(self.subscription)
+        if first.error is not None:  # the run failed before it started (e.g. upstream 429)
+            error = failure_of(first)
+            self.status = error.status
+            await self.send(framing.websocket_error(error))
             return None
         last, self.started = None, True
-        ACTIVE_STREAMS.inc()
-        try:
-            while True:
-                if entry is not KEEPALIVE:
-                    if entry.error is not None:  # the bus failed under us
-                        return None
-                    if entry.end:  # steering closes before the client sees the end
-                        self.steerable = False
-                    for block in split_blocks(entry.data):
-                        last = block[block.index(b"\ndata: ") + 7:-2]
-                        await self.send(last.decode())
-                    EVENTS_RELAYED.inc(entry.last - entry.first + 1)
-                    if entry.end:
-                        break
-                entry = await subscription.get(settings.SSE_KEEPALIVE_SECONDS)
-        finally:
-            ACTIVE_STREAMS.dec()
+        async with aclosing(relay.batches(self.subscription, first)) as batches:
+            async for batch in batches:
+                if batch is KEEPALIVE:
+                    continue
+                events, entry = batch
+                if entry.end and entry.error is None:  # steering closes before the end
+                    self.steerable = False
+                for event in events:
+                    await self.send(event)
+                if events:
+                    last = events[-1]
+                if entry.error is not None:  # the bus failed under us
+                    return None
         event = orjson.loads(last) if last is not None else {}
         return event.get("response") if event.get("type") != "error" else None
 
@@ -162,8 +138,7 @@ class Turn:
                   {"type": "response.in_progress", "response": created},
                   {"type": "response.completed", "response": resource}]
         for number, event in enumerate(events):
-            await self.send(orjson.dumps({**event, "sequence_number": number})
-                                        .decode())
+            await self.send(orjson.dumps({**event, "sequence_number": number}))
         if job.conversation_id is None:
             self.state.remember(self.stream_id, job.id, False, continued, self.previous,
                                 job.input_items)

@@ -3,10 +3,13 @@
 
 They run on the event loop from start to end (a stream never holds a database thread):
 streaming.py admits, validates and creates or follows the response, and relay.py turns
-its events into the answer. Daphne serves them through the ASGI front (asgi_front.py),
-Django's test client through the middleware; both check the Host, count and log the
-request and render errors with the same code. Every other method of these routes is the
-DRF view's, which also carries the route's OpenAPI description.
+its events into the answer. Each is one StreamingRoute, named here: the URL (urls.py),
+the method and query it serves, its async view, and the DRF view that serves every other
+request of the URL and carries its OpenAPI description (drf-spectacular documents a DRF
+view's methods: ResponseCollection.post is that description, never called). Daphne
+serves them through the ASGI front (asgi_front.py), which asks the route once it has
+resolved the URL; Django's test client through the middleware. Both check the Host,
+count and log the request and render errors with the same code.
 """
 import asyncio
 from functools import partial, wraps
@@ -20,24 +23,6 @@ from . import relay, streaming, views
 from ..errors import BodyTooLarge
 
 CLIENT_CLOSED = 499  # nginx's "client closed request", counted when a client leaves
-
-
-def _with_drf_view(drf_view_class, streaming_handler):
-    """A route's view: `streaming_handler(method, query)` picks the async view of a
-    request, or None for the DRF view (the route's other methods; the OpenAPI document
-    reads its `cls`). The ASGI front (asgi_front.py) asks the same question."""
-    drf_view = drf_view_class.as_view()
-    drf_view_async = sync_to_async(drf_view)
-
-    @wraps(drf_view)
-    async def view(request, *args, **kwargs):
-        handler = streaming_handler(request.method, request.GET)
-        if handler is None:
-            return await drf_view_async(request, *args, **kwargs)
-        return await handler(request, *args, **kwargs)
-
-    view.streaming_handler = streaming_handler
-    return csrf_exempt(view)
 
 
 async def create_response(request):
@@ -96,15 +81,34 @@ def _django(reply: relay.Reply):
     return response
 
 
-def _create_handler(method: str, query):
-    return create_response if method == "POST" else None
+class StreamingRoute:
+    """One URL whose `method` requests (those whose query `wants`, when given) the async
+    `view` serves, and every other request its DRF view. `django_view` is what the URLconf
+    routes to (the OpenAPI document reads its `cls`, the DRF view's)."""
+
+    def __init__(self, drf_view_class, method: str, view, wants=None):
+        self.method, self.view, self.wants = method, view, wants
+        drf_view = drf_view_class.as_view()
+        drf_view_async = sync_to_async(drf_view)
+
+        @wraps(drf_view)
+        async def django_view(request, *args, **kwargs):
+            if self.serves(request.method, request.GET):
+                return await view(request, *args, **kwargs)
+            return await drf_view_async(request, *args, **kwargs)
+
+        django_view.streaming_route = self
+        self.django_view = csrf_exempt(django_view)
+
+    def serves(self, method: str, query) -> bool:
+        """Whether the async view serves a request of `method` with `query`."""
+        return method == self.method and (self.wants is None or self.wants(query))
 
 
-def _resume_handler(method: str, query):
-    if method == "GET" and (_last(query, "stream") or "").lower() == "true":
-        return resume_response
-    return None
+def _wants_stream(query) -> bool:
+    return (_last(query, "stream") or "").lower() == "true"
 
 
-response_collection = _with_drf_view(views.ResponseCollection, _create_handler)
-response_detail = _with_drf_view(views.ResponseDetail, _resume_handler)
+CREATE = StreamingRoute(views.ResponseCollection, "POST", create_response)
+RESUME = StreamingRoute(views.ResponseDetail, "GET", resume_response, wants=_wants_stream)
+STREAMING_METHODS = frozenset(route.method for route in (CREATE, RESUME))

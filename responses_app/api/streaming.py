@@ -26,9 +26,9 @@ from observability.request_context import bind_request_id
 from .. import services
 from ..auth import remembered_principal, resolve_api_key
 from ..bus import event_bus
-from ..cancellation import cancellation
-from ..create_request import parse_create_request
-from ..nul import NUL_MESSAGE, contains_nul
+from ..delivery.cancellation import cancellation
+from ..create.request import parse_create_request
+from ..create.nul import NUL_MESSAGE, contains_nul
 from ..db_threads import run_db
 from ..errors import InvalidRequest, NotFound
 from ..models import TERMINAL_STATUSES, StoredResponse

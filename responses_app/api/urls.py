@@ -6,10 +6,10 @@ from .. import url_converters  # noqa: F401  (registers <id:...>)
 from . import stream_views, views
 
 urlpatterns = [
-    path("responses", stream_views.response_collection),
+    path("responses", stream_views.CREATE.django_view),
     path("responses/compact", views.ResponseCompact.as_view()),
     path("responses/input_tokens", views.ResponseInputTokens.as_view()),
-    path("responses/<id:response_id>", stream_views.response_detail),
+    path("responses/<id:response_id>", stream_views.RESUME.django_view),
     path("responses/<id:response_id>/input_items", views.ResponseInputItems.as_view()),
     path("responses/<id:response_id>/cancel", views.ResponseCancel.as_view()),
     path("models", views.ModelList.as_view()),

@@ -21,7 +21,7 @@ class ResponseCollection(APIView):
     """POST is the async view stream_views.create_response; this view carries its OpenAPI
     description (api_schema) and answers other methods with a 405."""
 
-    def post(self, request):  # never called: stream_views routes POST to the async view
+    def post(self, request):  # the OpenAPI description only: stream_views.CREATE serves POST
         raise APIError("POST /v1/responses is served by stream_views.create_response.",
                        status=405, code="method_not_allowed")
 

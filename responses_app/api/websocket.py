@@ -28,11 +28,10 @@ from accounting.ratelimit import QuotaExceeded
 from ..auth import resolve_api_key
 from ..db_threads import run_db
 from ..errors import APIError, AuthenticationError, BodyTooLarge, InvalidRequest
-from . import socket_shutdown
+from . import framing, socket_shutdown
 from .socket_lanes import Lane, steered_lane
 from .socket_state import SocketState
 from .socket_steer import SteerEvents, SteerRefused, accept, check_steer
-from .socket_turn import api_error_frame, error_frame
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +61,7 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         try:
             principal = await run_db(resolve_api_key, self.authorization)
         except APIError as exc:
-            await self.send_text(api_error_frame(exc))
+            await self.send_error(exc)
             await self.end(BAD_KEY)
             return
         self.state = SocketState(principal.tenant.id)
@@ -79,7 +78,7 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         try:
             frame = self._frame(text_data if text_data is not None else bytes_data)
         except APIError as exc:
-            await self.send_text(api_error_frame(exc))
+            await self.send_error(exc)
             return
         if frame["type"] == "response.steer":
             await self._steer(frame)
@@ -88,17 +87,17 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         lane = self.lanes.get(stream_id)
         if lane is None:
             if len(self.lanes) >= settings.WEBSOCKET_MAX_STREAMS:
-                await self.send_text(api_error_frame(InvalidRequest(
+                await self.send_error(InvalidRequest(
                     f"Too many streams on this socket (at most "
                     f"{settings.WEBSOCKET_MAX_STREAMS} stream_id values).",
-                    param="stream_id", code="too_many_streams")))
+                    param="stream_id", code="too_many_streams"))
                 return
             lane = self.lanes[stream_id] = Lane(self, stream_id)
         if not lane.offer(frame):
-            await self.send_text(api_error_frame(InvalidRequest(
+            await self.send_error(InvalidRequest(
                 f"Too many response.create events waiting on this stream (at most "
                 f"{settings.WEBSOCKET_MAX_QUEUED}); wait for a response to end.",
-                code="too_many_queued_requests")))
+                code="too_many_queued_requests"))
 
     def _frame(self, data) -> dict:
         """A client event: a `response.create` frame as a dict, or an APIError."""
@@ -145,12 +144,11 @@ class ResponsesSocket(AsyncWebsocketConsumer):
             now = loop.time()
             busy = any(lane.busy for lane in self.lanes.values())
             if now >= self.deadline and not busy:
-                await self.send_text(error_frame(400, {"error": {
-                    "type": "invalid_request_error", "param": None,
-                    "code": "websocket_connection_limit_reached",
-                    "message": "Responses websocket connection limit reached "
-                               f"({settings.WEBSOCKET_MAX_AGE_SECONDS:g} seconds). Create a "
-                               "new websocket connection to continue."}}))
+                await self.send_error(InvalidRequest(
+                    "Responses websocket connection limit reached "
+                    f"({settings.WEBSOCKET_MAX_AGE_SECONDS:g} seconds). Create a "
+                    "new websocket connection to continue.",
+                    code="websocket_connection_limit_reached"))
                 await self.end(NORMAL_CLOSURE)
                 return
             idle_until = self.last_active + settings.WEBSOCKET_IDLE_SECONDS
@@ -174,6 +172,10 @@ class ResponsesSocket(AsyncWebsocketConsumer):
     async def send_text(self, text: str) -> None:
         if not self.closing:
             await self.send(text_data=text)
+
+    async def send_error(self, exc: APIError) -> None:
+        """An error as OpenAI's WebSocket `error` event (framing.websocket_error)."""
+        await self.send_text(framing.websocket_error(exc).decode())
 
     async def end(self, code: int) -> None:
         if not self.closing:

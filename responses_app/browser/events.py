@@ -6,8 +6,9 @@ their time: the bus stamps entries, not events.
 """
 from dataclasses import dataclass
 
+import orjson
+
 from ..bus import event_bus
-from ..translation.sse import event_of_block, split_blocks
 from .items import pretty_json
 
 MAX_EVENTS_SHOWN = 5_000
@@ -55,11 +56,11 @@ def stored_events(response_id: str) -> EventLog | None:
             error = entry.error
             continue
         offset = None if entry.at is None or start is None else (entry.at - start) * 1000
-        for block in split_blocks(entry.data):
+        for stamped in entry.events:
             if len(rows) >= MAX_EVENTS_SHOWN:
                 truncated = True
                 break
-            event = event_of_block(block)
+            event = orjson.loads(stamped)
             rows.append(EventRow(event.get("sequence_number", -1), event.get("type", ""),
                                  offset, _summary(event), pretty_json(event)))
     return EventLog(rows=rows, expires_in=log.expires_in, error=error, truncated=truncated)

@@ -1,6 +1,7 @@
-"""What travels on the bus: entries holding a run of numbered SSE event blocks.
+"""What travels on the bus: entries holding a run of numbered events.
 
-An entry holds the rendered events `first..last` (sequence numbers) as SSE bytes, whether
+An entry holds the events `first..last` (sequence numbers), each the JSON bytes of its
+object (translation.numbering; framed for a wire only by the front that sends it), whether
 the terminal event is among them (`end`), or, instead of events, the error that ended the
 run before it started (`error`: the HTTP status and OpenAI error body to answer with).
 `at` is when the bus stored the entry (Unix seconds), for the admin's event view.
@@ -8,7 +9,8 @@ run before it started (`error`: the HTTP status and OpenAI error body to answer 
 import time
 from dataclasses import dataclass
 
-from ..translation.sse import EventStamper, split_blocks
+from ..errors import APIError
+from ..translation.numbering import EventStamper
 
 
 class StreamFenced(Exception):
@@ -19,7 +21,7 @@ class StreamFenced(Exception):
 class Entry:
     first: int
     last: int
-    data: bytes
+    events: list[bytes]
     end: bool = False
     error: dict | None = None
     at: float | None = None
@@ -30,11 +32,11 @@ class Entry:
             return self
         if self.last <= sequence_number:
             return None
-        blocks = split_blocks(self.data)[sequence_number - self.first + 1:]
-        return Entry(sequence_number + 1, self.last, b"".join(blocks), self.end, at=self.at)
+        events = self.events[sequence_number - self.first + 1:]
+        return Entry(sequence_number + 1, self.last, events, self.end, at=self.at)
 
     def merged(self, later: "Entry") -> "Entry":
-        return Entry(self.first, later.last, self.data + later.data, later.end)
+        return Entry(self.first, later.last, self.events + later.events, later.end)
 
 
 @dataclass
@@ -49,14 +51,26 @@ def stamped_entry(stamper: EventStamper, events: list[dict], end: bool = False) 
     """A response's next `events`, numbered by its `stamper`, as one entry (`end`: the
     terminal event is among them)."""
     first = stamper.next_sequence_number
-    data = stamper.render(events)
-    return Entry(first, stamper.next_sequence_number - 1, data, end)
+    stamped = stamper.stamp(events)
+    return Entry(first, stamper.next_sequence_number - 1, stamped, end)
 
 
 def error_entry(status: int, body: dict, headers: dict | None = None) -> Entry:
-    """The entry that answers the request with an HTTP error instead of a stream."""
-    return Entry(first=-1, last=-1, data=b"", end=True,
+    """The entry that answers the request with an HTTP error instead of a stream: the
+    error's status, OpenAI body and headers (errors.APIError.of_body reads it back)."""
+    return Entry(first=-1, last=-1, events=[], end=True,
                  error={"status": status, "body": body, "headers": headers or {}})
+
+
+def failure_entry(error: APIError) -> Entry:
+    """The error entry of `error`."""
+    return error_entry(error.status, error.body, error.headers)
+
+
+def failure_of(entry: Entry) -> APIError:
+    """The error an error entry carries."""
+    error = entry.error
+    return APIError.of_body(error["status"], error["body"], error.get("headers"))
 
 
 KEEPALIVE = object()

@@ -9,9 +9,9 @@ with nothing left open) is the entry `2-0`, above every event. An end appended f
 outside the run (the watchdog failing an orphaned run, a queued response cancelled) is
 `2-<last sequence number>`, above every id a run writes: a run that outlived it (a worker
 cut off by a partition, back later) has its next write refused, however far its sequence
-numbers got meanwhile. Each Redis entry carries the
-time it was written (`t`, Unix milliseconds): one small field per write, read only by the
-admin's event view.
+numbers got meanwhile. Each Redis entry carries its events in `d`, their JSON objects
+one per line (JSON Lines: orjson writes no raw newline), and the time it was written (`t`,
+Unix milliseconds): one small field per write, read only by the admin's event view.
 """
 import orjson
 import redis.asyncio as aioredis
@@ -51,7 +51,7 @@ def encode(entry: Entry) -> dict:
     written_at = now_ms()
     if entry.error is not None:
         return {"x": orjson.dumps(entry.error), "t": written_at}
-    fields = {"f": entry.first, "d": entry.data, "t": written_at}
+    fields = {"f": entry.first, "d": b"\n".join(entry.events), "t": written_at}
     if entry.end:
         fields["e"] = 1
     return fields
@@ -73,9 +73,18 @@ def final_entry_id_of(entry: Entry) -> str:
 def decode(entry_id: bytes, fields: dict) -> Entry:
     if b"x" in fields:
         error = orjson.loads(fields[b"x"])
-        return Entry(first=-1, last=-1, data=b"", end=True, error=error)
+        return Entry(first=-1, last=-1, events=[], end=True, error=error)
     if entry_id.startswith(b"2-") and not fields.get(b"d"):
         first = int(fields[b"f"])
-        return Entry(first=first, last=first - 1, data=b"", end=True)
+        return Entry(first=first, last=first - 1, events=[], end=True)
     last = int(entry_id.split(b"-", 1)[1])
-    return Entry(first=int(fields[b"f"]), last=last, data=fields[b"d"], end=b"e" in fields)
+    data = fields[b"d"]
+    events = data.split(b"\n") if data[:1] == b"{" else _framed_events(data)
+    return Entry(first=int(fields[b"f"]), last=last, events=events, end=b"e" in fields)
+
+
+def _framed_events(data: bytes) -> list[bytes]:
+    """The events of an entry written by a worker of the previous release, as SSE blocks
+    (`event: …\ndata: {…}\n\n`): kept readable while such entries may still be retained
+    (EVENT_RETENTION_SECONDS after an upgrade), to be removed with the next release."""
+    return [block[block.index(b"\ndata: ") + 7:] for block in data.split(b"\n\n") if block]

@@ -1,7 +1,9 @@
 """The relay side of the Redis bus: one blocking XREAD over every stream a process relays,
 fanned out to its readers, which waits `read_coalesce` between reads only while several
 streams are writing; and for a new reader, a read of its stream alone until its first
-entries arrive.
+entries arrive (added time to first delta c=1 +20 -> +7 ms: 2026-11-22, 01a2d88). The
+shared read against an XREAD per subscriber is still to be measured (docs/architecture.md's
+ledger).
 """
 import asyncio
 import logging
@@ -10,8 +12,8 @@ import time
 
 import redis.asyncio as aioredis
 
-from ..errors import error_body
-from .entries import error_entry
+from ..errors import ServiceUnavailable
+from .entries import failure_entry
 from .redis_codec import async_client, decode, one_connection_client, stream_key
 from .subscription import Subscription
 
@@ -176,9 +178,8 @@ class ReadHub:
                     await asyncio.sleep(self.bus.read_coalesce)
         except Exception as exc:  # Redis gone: every reader gets the failure
             log.error("event stream reader failed: %s", exc)
-            failure = error_entry(503, error_body(
-                "The event stream is unavailable; retry shortly.", "server_error", None,
-                "service_unavailable"))
+            failure = failure_entry(ServiceUnavailable(
+                "The event stream is unavailable; retry shortly."))
             for group in self.subscribers.values():
                 for subscription in group:
                     subscription.put(failure)

@@ -4,7 +4,9 @@ Writers coalesce under load: an entry written while a flush is in flight or othe
 gathers with them for up to `flush_interval` (entries of a stream become one Redis entry),
 and all pending streams go out in one script call (APPEND_SCRIPT: an XADD per stream, and
 its PEXPIRE when due); an entry alone goes out at once, as do urgent ones (the end, whose
-writer waits for it) and soon ones (the first text, whose writer goes on).
+writer waits for it) and soon ones (the first text, whose writer goes on). Against a
+pipeline per write under a lock: first-delta append p50 223 -> 6 ms at c=100 (2026-11-22,
+d3ec5ef; docs/architecture.md's ledger).
 """
 import asyncio
 import logging

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from upstreams.routing import Route
 from upstreams.token_counting import context_window, count_chat_tokens
 
-from .management import compact_threshold
+from ..create.context_management import compact_threshold
 
 
 @dataclass

@@ -9,12 +9,12 @@ from conversations.services import conversation_check_input
 from upstreams.routing import route_for_model
 from upstreams.token_counting import CountFailed, TokenCount, count_chat_tokens
 
-from ..create_request import CreateRequest, parse_create_request
+from ..create.request import CreateRequest, parse_create_request
 from ..errors import InvalidRequest, NotFound
 from ..ids import new_id
-from ..item_references import resolve_item_references
+from ..create.item_references import resolve_item_references
 from ..models import StoredResponse, Tenant
-from ..services import unsealed
+from ..reasoning_token import unsealed
 from ..translation.usage import usage_from_chat
 from .compaction import compact
 from .rendering import chat_request_for, history_items

@@ -8,13 +8,15 @@ finds nothing to do), then the admission is settled and the event stream ended.
 """
 import logging
 
+import orjson
+
 from accounting import ratelimit
 
 from ..bus import event_bus
 from ..bus.entries import Entry, stamped_entry
 from ..models import ResponseStatus, StoredResponse
 from ..translation.recovery import close_dead_run
-from ..translation.sse import EventStamper, event_of_block, split_blocks
+from ..translation.numbering import EventStamper
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +79,7 @@ def _orphan_end(row: StoredResponse) -> tuple[int, Entry, dict]:
     retained = event_bus().read_retained(row.id)
     seen = len(retained.entries) if retained else 0
     entries = [entry for entry in (retained.entries if retained else ()) if entry.error is None]
-    published = [event_of_block(block) for entry in entries
-                 for block in split_blocks(entry.data)]
+    published = [orjson.loads(event) for entry in entries for event in entry.events]
     closing, output = close_dead_run(published)
     resource = {**row.resource, "status": "failed", "output": output,
                 "error": {"code": WORKER_LOST[0], "message": WORKER_LOST[1]}}

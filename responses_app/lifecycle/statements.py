@@ -3,7 +3,8 @@ by a run (or, for a run that carries its job, its creation as claimed), and its 
 (worker), the result together with the response's usage.
 
 Each happens once per request: one statement with orjson costs a fraction of a model save
-or a compiled UPDATE with the standard library's JSON encoder.
+or a compiled UPDATE with the standard library's JSON encoder (storing a result 0.64 ->
+0.22 ms CPU, 1.79 -> 0.9 ms wall: 2026-11-22, c1ad0f0; docs/architecture.md's ledger).
 """
 import json
 import time
@@ -14,9 +15,9 @@ from django.db import connection
 
 from accounting.usage import USAGE_AFTER_STORE_CTES, token_counts
 
-from ..jobs import JOB_COLUMNS, Job
+from ..delivery.jobs import JOB_COLUMNS, Job
 from ..models import ResponseStatus, StoredResponse
-from ..nul import contains_nul, may_hold_nul, without_nul
+from ..create.nul import contains_nul, may_hold_nul, without_nul
 
 TABLE = StoredResponse._meta.db_table
 

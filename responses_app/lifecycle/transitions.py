@@ -35,7 +35,7 @@ from django.db import connection, transaction
 from accounting.usage import record_response_usage
 from conversations.items import append_items
 
-from ..jobs import JOB_COLUMNS, Job
+from ..delivery.jobs import JOB_COLUMNS, Job
 from ..models import ResponseStatus, StoredResponse
 from . import statements
 from .database import fetchone

@@ -7,7 +7,7 @@ from django.db import close_old_connections
 
 from observability import tracing
 
-from ..jobs import Job
+from ..delivery.jobs import Job
 from .run import execute_run
 
 

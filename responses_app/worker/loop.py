@@ -6,7 +6,8 @@ connection pool and the bus writer's flushes. A run is a coroutine on this loop;
 blocking calls (reading its history, a conversation's turn, an MCP plan) go to
 `WORKER_DB_THREADS` threads with `blocking()`, one hop each way, so no thread is held
 while a run streams. A sync caller (the embedded dispatcher) submits a coroutine with
-`run()` and waits.
+`run()` and waits. `blocking()` is the web's `run_db` on the worker's threads: the same
+measure and rule (db_threads.py, docs/architecture.md's ledger).
 """
 import asyncio
 import contextvars

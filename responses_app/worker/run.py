@@ -28,10 +28,10 @@ from upstreams.routing import remembered_route_for_model, route_for_model
 from mcp_tools.run_plan import mcp_run_plan
 
 from .. import lifecycle
-from ..bus.entries import error_entry, stamped_entry
-from ..jobs import Job
+from ..bus.entries import failure_entry, stamped_entry
+from ..delivery.jobs import Job
 from . import loop
-from .heartbeat import worker_id
+from ..delivery.heartbeat import worker_id
 from .loop import blocking
 from .run_claim import Claim
 from .run_job import RunJob, prepared
@@ -128,9 +128,7 @@ async def _storing(job: RunJob, streaming: Streaming, ending: Ending,
     elif ending.kind == "rejected":
         await blocking(lifecycle.discard_unstarted, job.id)
         await _ended(observed)
-        rejected = ending.rejected
-        await streaming.writer.append(error_entry(rejected.status, rejected.body,
-                                                  rejected.headers))
+        await streaming.writer.append(failure_entry(ending.rejected))
     elif ending.kind == "finished":
         stored = await _stored(job, ending, streaming.first_delta_clock)
         if not stored:  # the watchdog failed it meanwhile, ended its stream, settled it

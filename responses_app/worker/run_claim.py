@@ -9,7 +9,7 @@ import logging
 
 from .. import lifecycle
 from ..bus.entries import Entry
-from .heartbeat import worker_id
+from ..delivery.heartbeat import worker_id
 
 log = logging.getLogger(__name__)
 

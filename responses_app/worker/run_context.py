@@ -8,7 +8,6 @@ from ..context.plan import count_tokens, measure, needs_context
 from ..context.rendering import chat_request_for
 from ..context.summary import SummaryFailed
 from ..context.window import ContextTooLong, fit
-from ..errors import error_body
 from .loop import blocking
 from .upstream import UpstreamRejected
 
@@ -30,8 +29,8 @@ async def fitted_body(streaming) -> dict:
     try:
         fitted = await blocking(fit, route, body, tokens, measured.window, params)
     except ContextTooLong as exc:
-        raise UpstreamRejected(400, error_body(str(exc), "invalid_request_error", "input",
-                                               "context_length_exceeded")) from None
+        raise UpstreamRejected(str(exc), status=400, type="invalid_request_error",
+                               param="input", code="context_length_exceeded") from None
     return fitted.body
 
 
@@ -45,8 +44,7 @@ async def _compacted(streaming, body: dict) -> dict:
     try:
         compacted = await blocking(compact, streaming.route, body, job.items)
     except SummaryFailed as exc:
-        raise UpstreamRejected(502, error_body(str(exc), "server_error", None,
-                                               "upstream_error")) from None
+        raise UpstreamRejected(str(exc), status=502, code="upstream_error") from None
     await streaming.emit(translator.compaction_done(item, compacted.item["encrypted_content"],
                                                     compacted.chat_usage))
     return chat_request_for(job.model, job.request, job.items + [item]).body

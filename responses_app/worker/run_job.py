@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, fields
 from observability import metrics
 
 from ..context.rendering import chat_request_for, history_items
-from ..jobs import Job
+from ..delivery.jobs import Job
 from ..translation.chat_request import ChatRequest
 
 log = logging.getLogger(__name__)

@@ -22,12 +22,11 @@ from upstreams.retry_policy import RetryPolicy
 
 from ..bus import StreamFenced, event_bus
 from ..bus.entries import stamped_entry
-from ..cancellation import cancellation
-from ..errors import error_body
+from ..delivery.cancellation import cancellation
 from ..ids import new_id
 from ..reasoning_token import seal
 from ..translation.phase import phase_wanted
-from ..translation.sse import EventStamper
+from ..translation.numbering import EventStamper
 from ..translation.compaction_events import CompactingTranslator
 from ..translation.state_machine import TranslatorOptions
 from .run_claim import Claim, RunNotClaimed
@@ -135,14 +134,14 @@ class Streaming:
         if not self.started:
             await self.emit(self.translator.start())
         code = "rate_limit_exceeded" if rejected.status == 429 else "server_error"
-        if rejected.body["error"]["code"] == "context_length_exceeded":  # run_context.py
+        if rejected.code == "context_length_exceeded":  # run_context.py
             code = "context_length_exceeded"
-        return Ending("finished", self.translator.fail(code, rejected.body["error"]["message"]))
+        return Ending("finished", self.translator.fail(code, rejected.message))
 
     async def _crashed(self) -> Ending:
         if not self.started and not self.job.background:
-            return Ending("rejected", rejected=UpstreamRejected(500, error_body(
-                CRASHED, "server_error", None, "server_error")))
+            return Ending("rejected", rejected=UpstreamRejected(CRASHED, status=500,
+                                                                code="server_error"))
         if not self.started:
             await self.emit(self.translator.start(), urgent=False)
         return Ending("finished", self.translator.fail("server_error", CRASHED))

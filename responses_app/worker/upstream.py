@@ -21,8 +21,8 @@ from upstreams.limits import UpstreamBusy, upstream_slot
 from upstreams.retry_policy import RetryPolicy, delay_before_retry
 from upstreams.routing import Route
 
-from ..errors import error_body
-from ..nul import may_hold_nul, without_nul
+from ..errors import APIError
+from ..create.nul import may_hold_nul, without_nul
 from .http_stream import ConnectFailed, HttpClient, StreamedResponse
 
 log = logging.getLogger(__name__)
@@ -31,14 +31,12 @@ _clients: dict = {}  # event loop -> HttpClient
 NO_RETRY = RetryPolicy()
 
 
-class UpstreamRejected(Exception):
-    """The upstream failed before streaming: `status` and `body` are what the client gets."""
+class UpstreamRejected(APIError):
+    """The upstream refused or failed before streaming: the error the client gets (a
+    server error unless said otherwise)."""
 
-    def __init__(self, status: int, body: dict, headers: dict | None = None):
-        super().__init__(body["error"]["message"])
-        self.status = status
-        self.body = body
-        self.headers = headers or {}
+    status = 502
+    type = "server_error"
 
 
 class UpstreamStreamFailed(Exception):
@@ -69,8 +67,7 @@ async def open_chat_stream(target: Route, body: dict, read_interval: float = 0.0
                            retry: RetryPolicy = NO_RETRY):
     """POST the chat request and yield an async iterator of decoded chunks, a list per read."""
     if target.problem:
-        raise UpstreamRejected(502, error_body(target.problem, "server_error", None,
-                                               "upstream_misconfigured"))
+        raise UpstreamRejected(target.problem, code="upstream_misconfigured")
     headers = {"content-type": "application/json", "accept": "text/event-stream",
                "accept-encoding": "identity", **target.request_headers()}
     try:
@@ -82,8 +79,8 @@ async def open_chat_stream(target: Route, body: dict, read_interval: float = 0.0
             finally:
                 response.release()
     except UpstreamBusy as busy:
-        raise UpstreamRejected(503, error_body(str(busy), "server_error", None, "upstream_busy"),
-                               {"Retry-After": "1"}) from None
+        raise UpstreamRejected(str(busy), status=503, code="upstream_busy",
+                               headers={"Retry-After": "1"}) from None
 
 
 async def _post_until_answered(target: Route, data: bytes, headers: dict,
@@ -117,12 +114,11 @@ async def _post_until_answered(target: Route, data: bytes, headers: dict,
 
 def _connection_failure(exc: Exception) -> "UpstreamRejected":
     if isinstance(exc, asyncio.TimeoutError):
-        return UpstreamRejected(504, error_body(
+        return UpstreamRejected(
             f"The upstream model server did not answer in time ({type(exc).__name__}).",
-            "server_error", None, "upstream_timeout"))
-    return UpstreamRejected(502, error_body(
-        f"The upstream model server could not be reached: {exc!s}.",
-        "server_error", None, "upstream_unreachable"))
+            status=504, code="upstream_timeout")
+    return UpstreamRejected(f"The upstream model server could not be reached: {exc!s}.",
+                            code="upstream_unreachable")
 
 
 async def _read_error_body(response: StreamedResponse) -> bytes:
@@ -138,17 +134,16 @@ def rejected_from_response(status: int, headers, content: bytes) -> UpstreamReje
     if status == 429:
         if "retry-after" in headers:
             extra["Retry-After"] = headers["retry-after"]
-        return UpstreamRejected(429, error_body(message, "rate_limit_exceeded", None,
-                                                "rate_limit_exceeded"), extra)
+        return UpstreamRejected(message, status=429, type="rate_limit_exceeded",
+                                code="rate_limit_exceeded", headers=extra)
     if status in (400, 404, 413, 422):
         code = "model_not_found" if status == 404 else "upstream_invalid_request"
-        return UpstreamRejected(400 if status != 404 else 404,
-                                error_body(message, "invalid_request_error", None, code))
+        return UpstreamRejected(message, status=400 if status != 404 else 404,
+                                type="invalid_request_error", code=code)
     if status in (408, 504):
-        return UpstreamRejected(504, error_body(message, "server_error", None, "upstream_timeout"))
-    return UpstreamRejected(502, error_body(
-        f"The upstream model server failed with HTTP {status}: {message}", "server_error",
-        None, "upstream_error"))
+        return UpstreamRejected(message, status=504, code="upstream_timeout")
+    return UpstreamRejected(f"The upstream model server failed with HTTP {status}: {message}",
+                            code="upstream_error")
 
 
 def _upstream_message(status: int, content: bytes) -> str:

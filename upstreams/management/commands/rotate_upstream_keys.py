@@ -4,6 +4,8 @@ putting a new key first; then drop the old one)."""
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+# runs up a floor: one command re-encrypts every secret sealed under ENCRYPTION_KEYS,
+# the MCP servers' credentials as well as the upstreams' keys
 from mcp_tools.models import McpServer
 from upstreams.models import UpstreamRoute
 from upstreams.secrets import SecretUnreadable, reencrypt

@@ -18,10 +18,10 @@ from django.db import connection
 from conversations.items import conversation_items
 from conversations.models import ConversationItem
 
-from .create_request import CreateRequest
-from .errors import InvalidRequest
-from .history import chain_items
-from .models import Tenant
+from .request import CreateRequest
+from ..errors import InvalidRequest
+from ..history import chain_items
+from ..models import Tenant
 
 # The indexed expression of migration 0007, verbatim: Postgres uses the index only for
 # this exact expression.

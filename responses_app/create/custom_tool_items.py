@@ -5,9 +5,9 @@ A custom tool is `{"type": "custom", "name", "description", "format"}`, `format`
 `{"type": "text"}` or `{"type": "grammar", "syntax": "lark" | "regex", "definition"}`
 (the OpenAI SDK's CustomTool). How it reaches the upstream is translation.custom_tools'.
 """
-from .create_fields import required_string
-from .errors import InvalidRequest
-from .ids import new_id
+from .fields import required_string
+from ..errors import InvalidRequest
+from ..ids import new_id
 
 GRAMMAR_SYNTAXES = ("lark", "regex")
 CUSTOM_TOOL_SCHEMA = {

@@ -7,7 +7,7 @@ the id, after the web wrote the job as the row (lifecycle.insert_response), or, 
 that may start before its claim is confirmed, the id with the job's columns and creation
 time (serialized here, once), and the run writes the row as it claims it
 (lifecycle.claim_carried). A run whose message has no job reads the same columns back with
-its claim. A message given back to the queue (run_delivery.py) keeps its job, marked
+its claim. A message given back to the queue (redelivery.py) keeps its job, marked
 `resent`: its run claims before it calls the upstream. When
 tracing is on the message also carries the request's trace context (W3C headers), so the
 run continues the request's trace.
@@ -20,7 +20,7 @@ import orjson
 
 from chat_completions.jobs import chat_job_of
 
-RUN_QUEUE_KEY = "gw:runs"  # the Redis list of run messages (dispatch.py, worker/run_queue.py)
+RUN_QUEUE_KEY = "gw:runs"  # the Redis list of run messages (dispatch.py, run_queue.py)
 # A larger job travels in the database only: the worker reads it with its claim.
 MAX_JOB_BYTES = 256 * 1024
 MESSAGE_ROOM = 4096  # for what a message adds to its job (creation time, trace context)

@@ -4,12 +4,12 @@ A kind is the one place a field's type and limits are written: `parse(value, par
 the normalized value or raises the 400 `InvalidRequest`, and `schema()` is the JSON Schema the
 OpenAPI document shows for it, derived from the same limits. `Field` puts a kind under a name
 with its default; `null` always means "the default" for an optional field. The create body's
-table of fields is responses_app.create_body.
+table of fields is responses_app.create.body.
 """
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .errors import InvalidRequest
+from ..errors import InvalidRequest
 
 
 def ref(name: str) -> dict:

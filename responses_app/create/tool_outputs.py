@@ -5,10 +5,10 @@ Everything else about calls and outputs is repaired before the upstream call
 (translation.history_repair)."""
 from conversations.items import conversation_items
 
-from .create_request import CreateRequest
-from .errors import InvalidRequest
-from .history import chain_items
-from .models import Tenant
+from .request import CreateRequest
+from ..errors import InvalidRequest
+from ..history import chain_items
+from ..models import Tenant
 
 CALLS = {"function_call": "function_call_output", "custom_tool_call": "custom_tool_call_output"}
 OUTPUT_NAMES = {"function_call_output": "function call output",

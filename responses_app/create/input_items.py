@@ -8,11 +8,13 @@ and roles the builders use.
 from hosted_tools.input_items import HOSTED_ITEM_BUILDERS
 from mcp_tools.request_spec import MCP_ITEM_BUILDERS
 
-from .context.compaction_items import compaction_input_item
-from .create_fields import required_string
+# runs up a floor: a compaction item in the input is built by the context package, which
+# owns the item's one description (compaction, rendering)
+from ..context.compaction_items import compaction_input_item
+from .fields import required_string
 from .custom_tool_items import CUSTOM_ITEM_BUILDERS
-from .errors import InvalidRequest
-from .ids import new_id
+from ..errors import InvalidRequest
+from ..ids import new_id
 
 MESSAGE_ROLES = ("user", "assistant", "system", "developer")
 PHASES = ("commentary", "final_answer")

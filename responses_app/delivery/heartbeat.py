@@ -29,9 +29,9 @@ def heartbeats():
 class RedisHeartbeats:
     def beat(self) -> None:
         """Refresh the heartbeat, and the worker's registration as a run queue consumer
-        (run_delivery.py), in one round trip."""
+        (redelivery.py), in one round trip."""
         from ..redis_client import sync_redis
-        from ..run_delivery import register
+        from .redelivery import register
 
         pipe = sync_redis().pipeline(transaction=False)
         pipe.set(KEY_PREFIX + WORKER_ID, int(time.time()),

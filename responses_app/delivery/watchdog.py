@@ -8,7 +8,7 @@ see the failure and the end. Every web and worker process runs it on a timer; a
 Redis lock lets one of them do each round.
 
 Each round also gives back to the run queue the messages that dead workers had taken and
-not yet claimed (run_delivery.py): a run is delivered at least once, with no memory of
+not yet claimed (redelivery.py): a run is delivered at least once, with no memory of
 what was sent. Embedded, the run queue is the process's own memory: when the process
 starts, the runs a previous process left queued are sent again, once.
 """
@@ -21,9 +21,11 @@ from datetime import datetime, timezone
 from django.conf import settings
 from django.db import close_old_connections
 
-from . import backends, lifecycle
+# lifecycle runs up a floor: the watchdog fails an orphaned run through the lifecycle, the
+# one writer of a response's status
+from .. import backends, lifecycle
 from .dispatch import dispatcher
-from .models import ResponseStatus, StoredResponse
+from ..models import ResponseStatus, StoredResponse
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +48,8 @@ def fail_orphaned_runs() -> list[str]:
 
 def give_back_dead_workers_runs() -> int:
     """Give back to the run queue the messages taken by workers that are gone."""
-    from .redis_client import sync_redis
-    from .run_delivery import reclaim_from_dead_workers
+    from ..redis_client import sync_redis
+    from .redelivery import reclaim_from_dead_workers
 
     return reclaim_from_dead_workers(sync_redis(), backends.service("heartbeats").alive)
 
@@ -68,7 +70,7 @@ def resend_runs_queued_before(started: datetime) -> list[str]:
 def run_round() -> list[str]:
     """One round, if this process holds the round's lock: the ids of the runs failed."""
     if not backends.in_process():
-        from .redis_client import sync_redis
+        from ..redis_client import sync_redis
 
         interval_ms = int(settings.WATCHDOG_INTERVAL_SECONDS * 1000)
         if not sync_redis().set(LOCK_KEY, 1, nx=True, px=max(interval_ms - 100, 100)):

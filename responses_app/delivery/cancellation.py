@@ -13,8 +13,8 @@ from functools import lru_cache
 
 from django.conf import settings
 
-from . import backends
-from .redis_client import async_redis, sync_redis
+from .. import backends
+from ..redis_client import async_redis, sync_redis
 
 log = logging.getLogger(__name__)
 

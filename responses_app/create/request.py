@@ -1,17 +1,17 @@
 """Validation of a `POST /v1/responses` body into a CreateRequest (no database here).
 
-The fields, their types, limits and defaults are described once, in responses_app.create_body
+The fields, their types, limits and defaults are described once, in responses_app.create.body
 (which the OpenAPI document is derived from too); input items are normalized to the stored
-shapes by responses_app.input_items. Here: the request object, and the rules that tie two
+shapes by responses_app.create.input_items. Here: the request object, and the rules that tie two
 fields together. Anything the gateway cannot honour is a clear 400.
 """
 from dataclasses import dataclass, field
 
 from hosted_tools.request_spec import check_tool_choice
 
-from .create_body import parse_fields
-from .create_params import parse_metadata
-from .errors import InvalidRequest
+from .body import parse_fields
+from .params import parse_metadata
+from ..errors import InvalidRequest
 from .input_items import normalize_input
 
 __all__ = ["CreateRequest", "parse_create_request", "normalize_input", "parse_metadata"]

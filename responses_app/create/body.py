@@ -6,17 +6,17 @@ with its kind (type and limits), default, whether it is required and whether the
 applies it. `parse_fields()` validates a body against it (a parameter not in it is OpenAI's
 400 `unknown_parameter`) and `create_body_schema()` derives the OpenAPI component
 `CreateResponseRequest` from it, so the document and the validator cannot drift apart.
-Rules that tie two fields together are responses_app.create_request's.
+Rules that tie two fields together are responses_app.create.request's.
 """
-from .create_fields import (
+from .fields import (
     Boolean, Choice, Custom, Field, Integer, Number, Opaque, Refused, String,
 )
-from .create_params import (
+from .params import (
     CONVERSATION, INCLUDE, INPUT, METADATA, MODEL, REASONING, TEXT, TOOL_CHOICE, TOOLS,
 )
-from .context.management import SCHEMA as CONTEXT_MANAGEMENT_SCHEMA
-from .context.management import parse_context_management
-from .errors import InvalidRequest
+from .context_management import SCHEMA as CONTEXT_MANAGEMENT_SCHEMA
+from .context_management import parse_context_management
+from ..errors import InvalidRequest
 
 CONTEXT_MANAGEMENT = Custom(parse_context_management, CONTEXT_MANAGEMENT_SCHEMA)
 

@@ -4,9 +4,12 @@ The web LPUSHes a queued response's id (with its job, when the run reads nothing
 as it writes the response's row; each worker process has one consumer on its run loop
 that takes messages while fewer than `concurrency` runs are in progress, and starts each
 as a task on that loop. This is all a run needs from a broker, at a fraction
-of a Celery task's cost per run (publish, message encoding, consumer hub, task tracing).
+of a Celery task's cost per run (publish, message encoding, consumer hub, task tracing): at
+the same guarantee (Celery's acks_late), 168-206 vs 1,493-1,710 us of client CPU and 46-54
+vs 163-170 us of Redis CPU per run, ~12-14% of a response's all-in CPU (2026-11-27,
+`python -m bench.run_queue`; docs/architecture.md's ledger says when Celery comes back).
 
-Delivery is at least once (run_delivery.py): a message is moved onto this worker's
+Delivery is at least once (redelivery.py): a message is moved onto this worker's
 processing list as it is taken (BLMOVE) and removed from it once its run's claim is
 settled (LREM, sent without waiting); if the worker dies in between, the watchdog gives
 it back to the queue. A claim that fails (the database away) gives its message back too.
@@ -27,11 +30,9 @@ from redis.exceptions import RedisError
 
 from observability import tracing
 
-from ..jobs import RUN_QUEUE_KEY, job_of_message
-from ..run_delivery import RECLAIM_SCRIPT, give_back_args, processing_key
+from .jobs import RUN_QUEUE_KEY, job_of_message
+from .redelivery import RECLAIM_SCRIPT, give_back_args, processing_key
 from .heartbeat import worker_id
-from .loop import run_loop
-from .run import run_response
 
 log = logging.getLogger(__name__)
 
@@ -40,10 +41,14 @@ GIVE_BACK_DELAY_SECONDS = 1.0  # a message whose claim failed goes back after th
 
 
 class RunConsumer:
-    """One worker process's consumer: pops ids while it may start a run, runs them."""
+    """One worker process's consumer: pops ids while it may start a run, runs them with
+    `run(response_id, job, ...)` (worker.run.run_response) on the event loop `loop` (the
+    worker's run loop): both handed in by the worker process (gateway/celery.py), so that
+    delivery never imports the worker side."""
 
-    def __init__(self, concurrency: int):
+    def __init__(self, concurrency: int, run, loop: asyncio.AbstractEventLoop):
         self.concurrency = concurrency
+        self.run, self.loop = run, loop
         self.stopping = threading.Event()
         self.runs: set[asyncio.Task] = set()
         self.consuming = None  # the consumer's concurrent future, once started
@@ -52,7 +57,7 @@ class RunConsumer:
         self.give_back = None
 
     def start(self) -> None:
-        self.consuming = asyncio.run_coroutine_threadsafe(self._consume(), run_loop())
+        self.consuming = asyncio.run_coroutine_threadsafe(self._consume(), self.loop)
 
     def stop(self) -> None:
         """Take no more runs; the runs in progress go on to their end."""
@@ -61,7 +66,7 @@ class RunConsumer:
             self.consuming.result(POP_TIMEOUT_SECONDS + 6)
         except Exception as exc:
             log.warning("run queue consumer did not stop cleanly: %r", exc)
-        asyncio.run_coroutine_threadsafe(self._runs_ended(), run_loop()).result()
+        asyncio.run_coroutine_threadsafe(self._runs_ended(), self.loop).result()
 
     async def _runs_ended(self) -> None:
         """Wait for the runs in progress; then give back what this worker still holds and
@@ -112,7 +117,7 @@ class RunConsumer:
         try:
             response_id, job, trace = job_of_message(message)
             with tracing.continued(trace, "run", {"gateway.response.id": response_id}):
-                await run_response(response_id, job,
+                await self.run(response_id, job,
                                    lambda settled: self._settled(message, settled))
         except Exception:
             log.exception("run %r crashed", message[:100])
@@ -143,10 +148,10 @@ def _log_failure(done: asyncio.Future) -> None:
 _consumer: RunConsumer | None = None
 
 
-def start_consumer(concurrency: int) -> RunConsumer:
+def start_consumer(concurrency: int, run, loop: asyncio.AbstractEventLoop) -> RunConsumer:
     """Start this process's consumer (a worker process calls it once at start-up)."""
     global _consumer
-    _consumer = RunConsumer(concurrency)
+    _consumer = RunConsumer(concurrency, run, loop)
     _consumer.start()
     return _consumer
 

@@ -1,17 +1,17 @@
 """The structured parameters of a create body: each parser with its schema beside it.
 
-Every kind here is a `Custom` of responses_app.create_fields: the parser that normalizes the
+Every kind here is a `Custom` of responses_app.create.fields: the parser that normalizes the
 value (or raises the 400) and the JSON Schema of the OpenAPI document, both written from the
 same constants (tool types, tool_choice modes, text formats, reasoning efforts, includables,
-metadata limits). The table that names them is responses_app.create_body.
+metadata limits). The table that names them is responses_app.create.body.
 """
 from hosted_tools.catalog import HOSTED_TYPES
 from hosted_tools.request_spec import check_hosted_tool_count, hosted_tool
 from mcp_tools.request_spec import check_mcp_tool_count, mcp_tool
 
-from .create_fields import Custom, nullable, ref, required_string, type_error
+from .fields import Custom, nullable, ref, required_string, type_error
 from .custom_tool_items import custom_tool
-from .errors import InvalidRequest
+from ..errors import InvalidRequest
 from .input_items import normalize_input
 
 # Hosted tools: run, refused or dropped, as hosted_tools.catalog says.
