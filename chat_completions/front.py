@@ -14,14 +14,14 @@ import orjson
 
 from accounting import ratelimit
 from observability.request_context import bind_request_id
-from responses_app.api.stream_views import _body, _django  # the Responses front's own
+from responses_app.api.stream_views import django_response, request_body
 from responses_app.api.streaming import cancel_abandoned
 from responses_app.auth import remembered_principal, resolve_api_key
 from responses_app.bus import event_bus
 from responses_app.db_threads import run_db
-from responses_app.dispatch import dispatcher
+from responses_app.delivery.dispatch import dispatcher
 from responses_app.errors import InvalidRequest
-from responses_app.nul import NUL_MESSAGE, contains_nul
+from responses_app.create.nul import NUL_MESSAGE, contains_nul
 
 from . import relay
 from .jobs import ChatJob
@@ -90,13 +90,13 @@ def _payload(body: bytes):
 async def create_chat_completion(request):
     """The async view of `POST /v1/chat/completions`."""
     exchange = request.exchange
-    job, subscription = await create(request.headers.get("Authorization"), _body(request),
+    job, subscription = await create(request.headers.get("Authorization"), request_body(request),
                                      exchange)
     abandoned = None if job.store else partial(cancel_abandoned, job.id)
     if job.stream:
-        return _django(await relay.stream_reply(subscription, abandoned))
+        return django_response(await relay.stream_reply(subscription, abandoned))
     try:
-        return _django(await relay.final_reply(subscription))
+        return django_response(await relay.final_reply(subscription))
     except asyncio.CancelledError:  # the client left while the run went on
         if abandoned is not None:
             await abandoned()
