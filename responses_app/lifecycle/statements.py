@@ -60,7 +60,8 @@ OWNED = "id = %(id)s AND status = %(owned_status)s"
 STORE_RESULT_SQL = f"""
 UPDATE {TABLE} SET status = %(status)s, resource = %(resource)s,
                    input_tokens = %(row_input_tokens)s, output_tokens = %(row_output_tokens)s,
-                   completed_at = %(completed_at)s, error_code = %(error_code)s
+                   completed_at = %(completed_at)s, error_code = %(error_code)s,
+                   upstream_replica = %(upstream_replica)s
 WHERE {OWNED}
 """
 # The same conditional write (an UPDATE, or for store=false a DELETE) and the
@@ -128,8 +129,8 @@ def claim_by_insert_params(job: Job, worker: str) -> list:
                                                                   ResponseStatus.QUEUED.value]
 
 
-def result_params(response_id: str, resource: dict) -> dict:
-    """STORE_RESULT_SQL's parameters."""
+def result_params(response_id: str, resource: dict, replica: str | None = None) -> dict:
+    """STORE_RESULT_SQL's parameters (`replica`: the upstream replica that served it)."""
     usage = resource.get("usage") or {}
     error = resource.get("error") or {}
     return {"status": resource["status"], "resource": json_text(resource),
@@ -137,10 +138,11 @@ def result_params(response_id: str, resource: dict) -> dict:
             "row_output_tokens": usage.get("output_tokens"),
             "completed_at": connection.ops.adapt_datetimefield_value(completed_at_of(resource)),
             "error_code": error.get("code"), "id": response_id,
-            "owned_status": ResponseStatus.IN_PROGRESS.value}
+            "owned_status": ResponseStatus.IN_PROGRESS.value, "upstream_replica": replica}
 
 
 def result_with_usage_params(job: Job, resource: dict) -> dict:
     """STORE_WITH_USAGE_SQL's (and FORGET_WITH_USAGE_SQL's) parameters."""
-    return {**result_params(job.id, resource), "api_key_id": job.context.get("api_key_id"),
+    return {**result_params(job.id, resource, getattr(job, "upstream_replica", None)),
+            "api_key_id": job.context.get("api_key_id"),
             **token_counts(resource)}

@@ -91,7 +91,8 @@ def _store_in_transaction(job: Job, resource: dict) -> bool:
         if job.store:
             with connection.cursor() as cursor:
                 cursor.execute(statements.STORE_RESULT_SQL,
-                               statements.result_params(job.id, resource))
+                               statements.result_params(
+                                   job.id, resource, getattr(job, "upstream_replica", None)))
                 won = cursor.rowcount == 1
         else:
             won = bool(StoredResponse.objects.filter(
