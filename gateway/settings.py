@@ -151,7 +151,7 @@ UPSTREAM_ROUTES_CACHE_SECONDS = env.float("UPSTREAM_ROUTES_CACHE_SECONDS", defau
 # 429/502/503/504); a Retry-After longer than UPSTREAM_RETRY_MAX_WAIT is not waited for.
 UPSTREAM_MAX_RETRIES = env.int("UPSTREAM_MAX_RETRIES", default=2)
 UPSTREAM_RETRY_MAX_WAIT = env.float("UPSTREAM_RETRY_MAX_WAIT", default=5.0)
-# Open streams to the default upstream per worker process (0: no limit).
+# Open streams to the default upstream across the deployment (0: no limit; upstreams/pool.py).
 UPSTREAM_MAX_CONCURRENCY = env.int("UPSTREAM_MAX_CONCURRENCY", default=0)
 # Replicas of a route (upstreams/pool.py): a replica that failed before its first byte is
 # skipped this long; a chain stays on its replica while that one holds at most

@@ -17,6 +17,7 @@ from tests.upstream_scenarios import HELLO, SCENARIOS
 ENCRYPTION_KEY = Fernet.generate_key().decode()
 SECOND_KEY = "sk-second-upstream-secret"
 TEXT = "".join(HELLO)
+DEAD_REPLICA = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +50,10 @@ def routed(upstream, second_upstream, narrow_upstream, tmp_path_factory):
         deployment.manage("upstream_route", "set", "single", "--model", "fake-slow*",
                           "--base-url", narrow_upstream.base_url, "--max-concurrency", "1",
                           "--connect-timeout", "1")
+        deployment.manage("upstream_route", "set", "pooled", "--model", "pool-*",
+                          "--base-url", second_upstream.base_url,
+                          "--replica-url", narrow_upstream.base_url,
+                          "--replica-url", DEAD_REPLICA, "--max-concurrency", "10")
         deployment.manage("upstream_route", "set", "nowhere", "--model", "nowhere",
                           "--base-url", f"http://127.0.0.1:{free_port()}/v1",
                           "--connect-timeout", "1")
@@ -216,3 +221,28 @@ def test_route_keys_are_stored_encrypted(routed):
     assert rows["narrow"] == rows["single"] == ""
     assert SECOND_KEY not in rows["second"]
     assert Fernet(ENCRYPTION_KEY.encode()).decrypt(rows["second"].encode()).decode() == SECOND_KEY
+
+
+def test_a_chain_stays_on_one_replica_of_its_route_and_each_response_records_it(
+        client, routed, second_upstream, narrow_upstream):
+    """A route of three replicas, one of them down: a four-turn chain is answered by one
+    live replica, every turn (the dead one at most failed over once); each stored response
+    names that replica."""
+    ids, previous = [], None
+    for turn in range(4):
+        body = {"model": "pool-chain", "input": f"turn {turn}"}
+        if previous:
+            body["previous_response_id"] = previous
+        response = client.post("/responses", json=body)
+        assert response.status_code == 200
+        assert response.json()["output"][0]["content"][0]["text"] == TEXT
+        previous = response.json()["id"]
+        ids.append(previous)
+    served = {server.base_url: len(requests_for(server, "pool-chain"))
+              for server in (second_upstream, narrow_upstream)}
+    assert sorted(served.values()) == [0, 4]
+    home = max(served, key=served.get)
+    with psycopg.connect(routed.env["DATABASE_URL"]) as conn:
+        recorded = dict(conn.execute("SELECT id, upstream_replica FROM responses "
+                                     "WHERE id = ANY(%s)", [ids]).fetchall())
+    assert recorded == {response_id: home for response_id in ids}

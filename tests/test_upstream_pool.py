@@ -12,6 +12,7 @@ import sys
 
 import pytest
 import redis
+from prometheus_client import REGISTRY
 
 from responses_app.worker import upstream
 from responses_app.worker.upstream import UpstreamRejected, open_chat_stream
@@ -219,7 +220,14 @@ def test_every_replica_cooling_down_is_a_503_with_retry_after_and_no_request(sto
     assert second.headers == {"Retry-After": "30"}
 
 
+def affinity_count(outcome: str) -> float:
+    return REGISTRY.get_sample_value("gateway_upstream_affinity_total",
+                                     {"route": "pool", "outcome": outcome}) or 0.0
+
+
 def test_a_chain_stays_on_its_replica_while_other_calls_spread(store):
+    hits_before, unhealthy_before = affinity_count("hit"), affinity_count("unhealthy")
+
     async def scenario():
         async with Replicas(answering, answering, answering) as replicas:
             chain, others, previous = [], [], None
@@ -237,6 +245,8 @@ def test_a_chain_stays_on_its_replica_while_other_calls_spread(store):
     first = chain[0][0]
     assert chain == [(first, "none")] + [(first, "hit")] * 5
     assert sorted(set(others)) == ["A", "B", "C"]
+    assert affinity_count("hit") - hits_before == 5  # the metric counts hits and misses
+    assert affinity_count("unhealthy") - unhealthy_before == 0
 
 
 def test_a_conversation_and_referenced_items_keep_their_replica(store):
@@ -310,7 +320,9 @@ def test_a_chain_whose_replica_fails_moves_once_and_stays_and_never_goes_back(st
                 state["a_fails"] = turn == 2  # A fails turn 3's call, then is well again
             return placed, replicas.counts()[0]
 
+    unhealthy_before = affinity_count("unhealthy")
     placed, calls_to_a = run(scenario())
+    assert affinity_count("unhealthy") - unhealthy_before == 1
     moved = placed[2][0]
     assert moved in ("B", "C")
     assert placed == [("A", "hit", 0), ("A", "hit", 0), (moved, "unhealthy", 1),
