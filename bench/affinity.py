@@ -2,20 +2,22 @@
 
     .venv/bin/python -m bench.affinity [--chains 100] [--turns 20] [--replicas 4]
                                        [--concurrency 20] [--token-ms 0.1] [--rounds 2]
-                                       [--cache-tokens 0]
+                                       [--cache-tokens 0] [--think-ms 50]
 
 A fake replica set on 127.0.0.1 models a prefix (KV) cache: a replica's first token comes
 `token-ms` per prompt token it has not seen for that chain (its cache holds, per chain,
 the prompt and answer it last processed; a prompt that extends them pays only for the
-rest; `--cache-tokens N` bounds it, least recently used chains evicted first). Chains of `turns` turns (each turn 150 words of user input, 30 of answer) go
+rest; `--cache-tokens N` bounds it, least recently used chains evicted first). A client
+pauses before each turn (uniform from 0 to `--think-ms`, the same pauses in every mode). Chains of `turns` turns (each turn 150 words of user input, 30 of answer) go
 through the worker's upstream call (responses_app.worker.upstream.open_chat_stream) and
-the deployment's replica pool (upstreams.pool) on a throwaway Redis, two ways:
+the deployment's replica pool (upstreams.pool) on a throwaway Redis, three ways:
 
 - affinity: every turn continues its chain (Placement.for_run with previous_response_id);
-- round robin: the same calls with no chain (least in flight, ties in rotation).
+- least loaded: the same calls with no chain (least in flight, ties in rotation);
+- round robin: each call to the next replica in turn, whatever its chain.
 
-A round runs `chains` chains, `concurrency` at once, in one mode; the rounds are paired in
-both orders (A B B A ...). Printed per round: turn-`turns` first-token time p50 / p90,
+A round runs `chains` chains, `concurrency` at once, in one mode; the rounds go in both
+orders (A B C, C B A, ...). Printed per round: turn-`turns` first-token time p50 / p90,
 every turn's p50, and the spread of calls (and of chains' first turns) across replicas
 as the largest deviation from the mean. Bounded: at most chains x turns calls per round,
 and every call times out after 30 s.
@@ -23,6 +25,7 @@ and every call times out after 30 s.
 import argparse
 import asyncio
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -86,18 +89,48 @@ class PrefixCacheReplica:
             self.seen.popitem(last=False)
 
 
-async def one_chain(route, number: int, turns: int, affinity: bool, tag: str) -> list[float]:
+MODES = ("affinity", "least loaded", "round robin")
+
+
+class Targets:
+    """Where a mode sends a call: the route of replicas (affinity: with the chain;
+    least loaded: without), or round robin: each call to the next replica in turn (a
+    route of that one URL), whatever its chain."""
+
+    def __init__(self, route):
+        from upstreams.routing import Route
+
+        self.route = route
+        self.singles = [Route(name=f"rr-{n}", base_url=url, api_key="", connect_timeout=10,
+                              idle_timeout=30) for n, url in enumerate(route.replicas)]
+        self.next = 0
+
+    def call(self, mode: str, response_id: str, previous: str | None):
+        from upstreams.replicas import Placement
+
+        if mode == "affinity":
+            return self.route, Placement.for_run(response_id, previous, None)
+        if mode == "least loaded":
+            return self.route, Placement()
+        self.next += 1
+        return self.singles[self.next % len(self.singles)], Placement()
+
+
+async def one_chain(targets: Targets, number: int, args, mode: str,
+                    tag: str) -> list[float]:
     """The chain's first-token time of each turn, in seconds."""
     from responses_app.worker.upstream import open_chat_stream
-    from upstreams.replicas import Placement
 
     messages = [{"role": "system", "content": f"chain {tag}-{number}"}]
     firsts, previous = [], None
-    for turn in range(turns):
+    think = random.Random(number)  # the same pauses in every mode
+    for turn in range(args.turns):
+        # the client thinks (a user reads, an agent runs its tool): chains drift apart, as
+        # independent clients do, rather than call in lock-step
+        await asyncio.sleep(think.uniform(0, args.think_ms / 1000))
         messages.append({"role": "user", "content": " ".join([f"w{turn}"] * USER_WORDS)})
         response_id = f"resp_{tag}_{number}_{turn}"
-        placement = (Placement.for_run(response_id, previous, None) if affinity
-                     else Placement())
+        route, placement = targets.call(mode, response_id, previous)
         started = time.monotonic()
         first = None
         async with asyncio.timeout(30):
@@ -117,7 +150,7 @@ async def one_chain(route, number: int, turns: int, affinity: bool, tag: str) ->
     return firsts
 
 
-async def one_round(replicas, route, args, affinity: bool, tag: str) -> dict:
+async def one_round(replicas, targets: Targets, args, mode: str, tag: str) -> dict:
     for replica in replicas:
         replica.calls = replica.chains_started = 0
         replica.seen.clear()
@@ -125,14 +158,14 @@ async def one_round(replicas, route, args, affinity: bool, tag: str) -> dict:
 
     async def gated(number):
         async with gate:
-            return await one_chain(route, number, args.turns, affinity, tag)
+            return await one_chain(targets, number, args, mode, tag)
 
     started = time.monotonic()
     results = await asyncio.gather(*(gated(n) for n in range(args.chains)))
     last = sorted(firsts[-1] for firsts in results)
     calls = [replica.calls for replica in replicas]
     chains = [replica.chains_started for replica in replicas]
-    return {"mode": "affinity" if affinity else "round robin",
+    return {"mode": mode,
             "seconds": time.monotonic() - started,
             "last_p50_ms": statistics.median(last) * 1000,
             "last_p90_ms": last[int(len(last) * 0.9) - 1] * 1000,
@@ -157,14 +190,15 @@ async def bench(args) -> list[dict]:
     urls = [await replica.start() for replica in replicas]
     route = Route(name="bench-pool", base_url=urls[0], more_urls=tuple(urls[1:]), api_key="",
                   connect_timeout=10, idle_timeout=30)
+    targets = Targets(route)
     rounds = []
     try:
         for pair in range(args.rounds):
-            order = (True, False) if pair % 2 == 0 else (False, True)
-            for affinity in order:
-                result = await one_round(replicas, route, args, affinity, f"r{len(rounds)}")
+            order = MODES if pair % 2 == 0 else MODES[::-1]
+            for mode in order:
+                result = await one_round(replicas, targets, args, mode, f"r{len(rounds)}")
                 rounds.append(result)
-                print(f"{result['mode']:>11}: turn {args.turns} first token p50 "
+                print(f"{result['mode']:>12}: turn {args.turns} first token p50 "
                       f"{result['last_p50_ms']:.0f} ms, p90 {result['last_p90_ms']:.0f} ms; "
                       f"calls per replica {result['calls']} (±{result['calls_spread']:.1%}), "
                       f"chains {result['chains']} (±{result['chains_spread']:.1%}); "
@@ -184,6 +218,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=20)
     parser.add_argument("--token-ms", type=float, default=0.1,
                         help="first-token delay per prompt token the replica has not seen")
+    parser.add_argument("--think-ms", type=float, default=50,
+                        help="a client's pause before each turn: uniform from 0 to this")
     parser.add_argument("--cache-tokens", type=int, default=0,
                         help="each replica's prefix cache, in tokens (0: unbounded)")
     parser.add_argument("--rounds", type=int, default=2, help="pairs of rounds (A B, B A, ...)")
@@ -203,16 +239,15 @@ def main() -> None:
         finally:
             redis_process.terminate()
             redis_process.wait(timeout=10)
-    by_mode = {mode: [r for r in rounds if r["mode"] == mode]
-               for mode in ("affinity", "round robin")}
-    ratios = [a["last_p50_ms"] / b["last_p50_ms"]
-              for a, b in zip(by_mode["affinity"], by_mode["round robin"])]
-    print(f"turn {args.turns} first-token p50, affinity / round robin, per pair: "
-          + ", ".join(f"{r:.3f}" for r in ratios))
-    print("turn p50 (ms), affinity:    "
-          + " ".join(f"{v:.0f}" for v in by_mode["affinity"][0]["turn_p50_ms"]))
-    print("turn p50 (ms), round robin: "
-          + " ".join(f"{v:.0f}" for v in by_mode["round robin"][0]["turn_p50_ms"]))
+    by_mode = {mode: [r for r in rounds if r["mode"] == mode] for mode in MODES}
+    for other in MODES[1:]:
+        for key in ("last_p50_ms", "last_p90_ms"):
+            ratios = [a[key] / b[key] for a, b in zip(by_mode["affinity"], by_mode[other])]
+            print(f"turn {args.turns} first-token {key[5:8]}, affinity / {other}, per round: "
+                  + ", ".join(f"{r:.3f}" for r in ratios))
+    for mode in MODES:
+        print(f"turn p50 (ms), {mode:>12}: "
+              + " ".join(f"{v:.0f}" for v in by_mode[mode][0]["turn_p50_ms"]))
     sys.exit(0)
 
 

@@ -78,6 +78,3 @@ class MemoryReplicaStore:
             self.chains.move_to_end((route_name, key))
         while len(self.chains) > MAX_CHAINS:
             self.chains.popitem(last=False)
-
-    async def in_flight(self, route_name: str, url: str) -> int:
-        return len(self.leases.get((route_name, url), ()))

@@ -111,7 +111,11 @@ class RedisReplicaStore:
         self.url = url
 
     def client(self):
-        return _client_for(asyncio.get_running_loop(), self.url)
+        return _client_for(asyncio.get_running_loop(), self.url)[0]
+
+    def script(self, name: str):
+        """The loop's client's registered script (EVALSHA; sent whole once, if unknown)."""
+        return _client_for(asyncio.get_running_loop(), self.url)[1][name]
 
     async def acquire(self, route_name: str, replicas: tuple[str, ...], excluded: list[bool],
                       lookup: tuple[str, ...], record: tuple[str, ...], lease_id: str,
@@ -124,8 +128,7 @@ class RedisReplicaStore:
                 + [chain_key(route_name, key) for key in record])
         args = [n, len(lookup), len(record), lease_ms, lease_id, limit, max_excess,
                 chain_ttl_ms, *("1" if flag else "0" for flag in excluded), *replicas]
-        verdict, index, outcome, retry_ms = await self.client().eval(
-            ACQUIRE, len(keys), *keys, *args)
+        verdict, index, outcome, retry_ms = await self.script("acquire")(keys=keys, args=args)
         verdict = verdict.decode()
         return Verdict(verdict, Choice(int(index) if verdict == "ok" else None,
                                        outcome.decode()), int(retry_ms) / 1000)
@@ -136,8 +139,8 @@ class RedisReplicaStore:
     async def renew(self, held: list[tuple[str, str, str]], lease_ms: int) -> None:
         """Extend the leases `held` ((route, url, lease id) each)."""
         keys = [lease_key(route, url) for route, url, _ in held]
-        await self.client().eval(RENEW, len(keys), *keys, lease_ms,
-                                 *(lease_id for _, _, lease_id in held))
+        await self.script("renew")(keys=keys, args=[lease_ms,
+                                                    *(lease_id for _, _, lease_id in held)])
 
     async def cool_down(self, route_name: str, url: str, seconds: float) -> None:
         await self.client().set(down_key(route_name, url), 1, px=max(1, int(seconds * 1000)))
@@ -147,10 +150,6 @@ class RedisReplicaStore:
             for key in keys:
                 pipe.set(chain_key(route_name, key), url, px=ttl_ms)
             await pipe.execute()
-
-    async def in_flight(self, route_name: str, url: str) -> int:
-        """The replica's leases (expired ones included until the next acquire prunes them)."""
-        return await self.client().zcard(lease_key(route_name, url))
 
 
 def lease_key(route_name: str, url: str) -> str:
@@ -171,4 +170,6 @@ def _client_for(loop, url: str):
 
     pool = aioredis.BlockingConnectionPool.from_url(url, max_connections=32, timeout=20,
                                                     socket_connect_timeout=5)
-    return aioredis.Redis(connection_pool=pool)
+    client = aioredis.Redis(connection_pool=pool)
+    return client, {"acquire": client.register_script(ACQUIRE),
+                    "renew": client.register_script(RENEW)}
