@@ -13,6 +13,7 @@ from tests.fake_upstream import FakeUpstream
 from tests.oracles import check_sse_stream, validate_response
 from tests.servers import SPARE_REDIS_DB, free_port
 from tests.upstream_scenarios import HELLO, SCENARIOS
+from tests.websocket_client import checked_turn, open_socket
 
 ENCRYPTION_KEY = Fernet.generate_key().decode()
 SECOND_KEY = "sk-second-upstream-secret"
@@ -246,3 +247,18 @@ def test_a_chain_stays_on_one_replica_of_its_route_and_each_response_records_it(
         recorded = dict(conn.execute("SELECT id, upstream_replica FROM responses "
                                      "WHERE id = ANY(%s)", [ids]).fetchall())
     assert recorded == {response_id: home for response_id in ids}
+
+
+def test_a_websocket_chain_of_unstored_turns_stays_on_one_replica(
+        routed, routed_key, second_upstream, narrow_upstream):
+    previous = None
+    with open_socket(routed, routed_key) as ws:
+        for turn in range(3):
+            frame = {"model": "pool-socket", "store": False, "input": f"turn {turn}"}
+            if previous:
+                frame["previous_response_id"] = previous
+            _, final = checked_turn(ws, **frame)
+            assert final["output"][0]["content"][0]["text"] == TEXT
+            previous = final["id"]
+    assert sorted(len(requests_for(server, "pool-socket"))
+                  for server in (second_upstream, narrow_upstream)) == [0, 3]
