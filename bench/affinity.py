@@ -3,14 +3,17 @@
     .venv/bin/python -m bench.affinity [--chains 100] [--turns 20] [--replicas 4]
                                        [--concurrency 20] [--token-ms 0.1] [--rounds 2]
                                        [--cache-tokens 0] [--think-ms 50]
+                                       [--user-words 100] [--answer-words 200]
 
 A fake replica set on 127.0.0.1 models a prefix (KV) cache: a replica's first token comes
 `token-ms` per prompt token it has not seen for that chain (its cache holds, per chain,
 the prompt and answer it last processed; a prompt that extends them pays only for the
-rest; `--cache-tokens N` bounds it, least recently used chains evicted first). A client
-pauses before each turn (uniform from 0 to `--think-ms`, the same pauses in every mode). Chains of `turns` turns (each turn 150 words of user input, 30 of answer) go
-through the worker's upstream call (responses_app.worker.upstream.open_chat_stream) and
-the deployment's replica pool (upstreams.pool) on a throwaway Redis, three ways:
+rest; `--cache-tokens N` bounds it, least recently used chains evicted first). Chains of
+`turns` turns (each turn `--user-words` tokens of user input and `--answer-words` of
+answer, one token a word; a client pauses before each turn, uniform from 0 to
+`--think-ms`, the same pauses in every mode) go through the worker's upstream call
+(responses_app.worker.upstream.open_chat_stream) and the deployment's replica pool
+(upstreams.pool) on a throwaway Redis, three ways:
 
 - affinity: every turn continues its chain (Placement.for_run with previous_response_id);
 - least loaded: the same calls with no chain (least in flight, ties in rotation);
@@ -35,7 +38,6 @@ from pathlib import Path
 
 import orjson
 
-USER_WORDS, ANSWER_WORDS = 150, 30
 
 
 class PrefixCacheReplica:
@@ -43,8 +45,8 @@ class PrefixCacheReplica:
     `cache_tokens` tokens, the chains used least recently evicted first (a real server's
     KV cache is a few GB: it holds some hundred thousand tokens)."""
 
-    def __init__(self, token_ms: float, cache_tokens: int = 0):
-        self.token_ms, self.cache_tokens = token_ms, cache_tokens
+    def __init__(self, token_ms: float, answer_words: int, cache_tokens: int = 0):
+        self.token_ms, self.answer_words, self.cache_tokens = token_ms, answer_words, cache_tokens
         self.seen: OrderedDict[str, int] = OrderedDict()  # chain -> tokens processed
         self.calls = 0
         self.chains_started = 0
@@ -76,14 +78,14 @@ class PrefixCacheReplica:
         await asyncio.sleep((prompt - cached) * self.token_ms / 1000)
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
                      b"transfer-encoding: chunked\r\n\r\n")
-        words = " ".join(["ok"] * ANSWER_WORDS)
+        words = " ".join(["ok"] * self.answer_words)
         for payload in ({"choices": [{"index": 0, "delta": {"content": words}}]},
                         {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}):
             frame = b"data: " + orjson.dumps(payload) + b"\n\n"
             writer.write(b"%x\r\n%s\r\n" % (len(frame), frame))
         writer.write(b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n")
         await writer.drain()
-        self.seen[chain] = prompt + ANSWER_WORDS
+        self.seen[chain] = prompt + self.answer_words
         self.seen.move_to_end(chain)
         while self.cache_tokens and sum(self.seen.values()) > self.cache_tokens:
             self.seen.popitem(last=False)
@@ -128,7 +130,8 @@ async def one_chain(targets: Targets, number: int, args, mode: str,
         # the client thinks (a user reads, an agent runs its tool): chains drift apart, as
         # independent clients do, rather than call in lock-step
         await asyncio.sleep(think.uniform(0, args.think_ms / 1000))
-        messages.append({"role": "user", "content": " ".join([f"w{turn}"] * USER_WORDS)})
+        messages.append({"role": "user",
+                         "content": " ".join([f"w{turn}"] * args.user_words)})
         response_id = f"resp_{tag}_{number}_{turn}"
         route, placement = targets.call(mode, response_id, previous)
         started = time.monotonic()
@@ -185,7 +188,7 @@ async def bench(args) -> list[dict]:
     from responses_app.worker.upstream import close_loop_client
     from upstreams.routing import Route
 
-    replicas = [PrefixCacheReplica(args.token_ms, args.cache_tokens)
+    replicas = [PrefixCacheReplica(args.token_ms, args.answer_words, args.cache_tokens)
                 for _ in range(args.replicas)]
     urls = [await replica.start() for replica in replicas]
     route = Route(name="bench-pool", base_url=urls[0], more_urls=tuple(urls[1:]), api_key="",
@@ -218,6 +221,10 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=20)
     parser.add_argument("--token-ms", type=float, default=0.1,
                         help="first-token delay per prompt token the replica has not seen")
+    parser.add_argument("--user-words", type=int, default=100,
+                        help="tokens of a turn's user message (one per word)")
+    parser.add_argument("--answer-words", type=int, default=200,
+                        help="tokens of a turn's answer")
     parser.add_argument("--think-ms", type=float, default=50,
                         help="a client's pause before each turn: uniform from 0 to this")
     parser.add_argument("--cache-tokens", type=int, default=0,

@@ -136,7 +136,8 @@ async def cool_down(route: Route, url: str) -> None:
         return
     metrics.UPSTREAM_FAILOVERS.labels(route.name).inc()
     try:
-        await replica_store().cool_down(route.name, url, settings.UPSTREAM_REPLICA_COOLDOWN_SECONDS)
+        await replica_store().cool_down(route.name, url,
+                                        settings.UPSTREAM_REPLICA_COOLDOWN_SECONDS)
     except redis.RedisError as exc:
         log.warning("upstream %s: could not cool %s down: %s", route.name, url, exc)
 
