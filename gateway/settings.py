@@ -25,7 +25,7 @@ SECRET_KEY = env.str("SECRET_KEY", default="dev-insecure-change-me-" + "0" * 40)
 INSTALLED_APPS = [
     "daphne",
     "gateway",  # its system checks (gateway/checks.py)
-    "django.contrib.admin",
+    "dashboard.apps.GatewayAdminConfig",  # django.contrib.admin, its index the dashboard
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -36,11 +36,15 @@ INSTALLED_APPS = [
     "responses_app",
     "conversations",
     "mcp_tools",
+    "hosted_tools",
     "accounting",
     "observability",
     "upstreams",
     "client_checks",
     "api_schema",
+    "dashboard",
+    "files",
+    "vector_stores",
 ]
 
 MIDDLEWARE = [
@@ -221,6 +225,27 @@ MCP_MAX_RESULT_BYTES = env.int("MCP_MAX_RESULT_BYTES", default=1_000_000)
 MCP_MAX_TOOL_CALLS = env.int("MCP_MAX_TOOL_CALLS", default=20)
 # Fernet keys (comma-separated, newest first) for registered servers' credentials; empty
 
+# --- hosted tools run by the gateway (hosted_tools/) ----------------------------------------
+# Hosted tool types that, when this deployment cannot run them, are dropped (not offered,
+# named in the X-Gateway-Dropped-Tools header, counted) instead of refused with a 400.
+HOSTED_TOOLS_DROP_UNAVAILABLE = env.list(
+    "HOSTED_TOOLS_DROP_UNAVAILABLE",
+    default=["web_search", "web_search_2025_08_26", "web_search_preview",
+             "web_search_preview_2025_03_11"])
+# Hosted tool calls (web and file searches) one response may make, whatever max_tool_calls says.
+HOSTED_MAX_TOOL_CALLS = env.int("HOSTED_MAX_TOOL_CALLS", default=8)
+# web_search: "" (none: the tool is dropped or refused), "searxng" or "brave".
+WEB_SEARCH_BACKEND = env.str("WEB_SEARCH_BACKEND", default="")
+# The backend's base URL: a SearXNG instance (its /search answers format=json), or Brave's
+# API (default https://api.search.brave.com/res/v1).
+WEB_SEARCH_URL = env.str("WEB_SEARCH_URL", default="")
+WEB_SEARCH_API_KEY = env.str("WEB_SEARCH_API_KEY", default="")
+WEB_SEARCH_TIMEOUT_SECONDS = env.float("WEB_SEARCH_TIMEOUT_SECONDS", default=15.0)
+# CIDRs the search backend may be reached at although not public (a SearXNG on the LAN, tests).
+WEB_SEARCH_EGRESS_ALLOWLIST = env.list("WEB_SEARCH_EGRESS_ALLOWLIST", default=[])
+# file_search runs against the tenant's vector stores (the vector_stores app); False refuses it.
+FILE_SEARCH_ENABLED = env.bool("FILE_SEARCH_ENABLED", default=True)
+
 # --- event bus and worker: Redis + Celery when REDIS_URL is set, else in-process -----------
 REDIS_URL = env.str("REDIS_URL", default="")
 EMBEDDED = not REDIS_URL
@@ -255,6 +280,13 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": RETENTION_PRUNE_INTERVAL_SECONDS,
         "options": {"expires": RETENTION_PRUNE_INTERVAL_SECONDS},
     },
+    # The dashboard's rollups (dashboard/rollup.py): each UTC hour and day is written once,
+    # an hour after it ended.
+    "dashboard-rollup": {
+        "task": "dashboard.roll_up_buckets",
+        "schedule": 3600,
+        "options": {"expires": 3600},
+    },
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
@@ -277,6 +309,37 @@ LOGGING = logging_config(level=env.str("LOG_LEVEL", default="INFO"),
                          library_level=env.str("LIBRARY_LOG_LEVEL", default="WARNING"),
                          json=env.str("LOG_FORMAT", default="json") == "json",
                          trace_ids=tracing.ENABLED)
+
+# --- files and vector stores (files/, vector_stores/; docs/configuration.md) ----------------
+FILES_MAX_BYTES = env.int("FILES_MAX_BYTES", default=512 * 1024 * 1024)
+FILES_DIR = Path(env.str("FILES_DIR", default=str(VAR_DIR / "files")))
+FILES_STORAGE_BACKEND = env.str("FILES_STORAGE_BACKEND",
+                                default="django.core.files.storage.FileSystemStorage")
+FILES_STORAGE_OPTIONS = env.json("FILES_STORAGE_OPTIONS", default={})
+if FILES_STORAGE_BACKEND == "django.core.files.storage.FileSystemStorage":
+    FILES_STORAGE_OPTIONS.setdefault("location", str(FILES_DIR))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "files": {"BACKEND": FILES_STORAGE_BACKEND, "OPTIONS": FILES_STORAGE_OPTIONS},
+}
+# The model ingestion and search embed with (routed like a chat model: upstreams/), the
+# dimension of its vectors (fixed in the chunk table when it is migrated), texts per call.
+EMBEDDING_MODEL = env.str("EMBEDDING_MODEL", default="text-embedding-3-small")
+EMBEDDING_DIMENSIONS = env.int("EMBEDDING_DIMENSIONS", default=1536)
+EMBEDDING_BATCH_SIZE = env.int("EMBEDDING_BATCH_SIZE", default=64)
+# Ask the model for EMBEDDING_DIMENSIONS (`dimensions`: OpenAI's text-embedding-3 models
+# shorten their vectors; servers whose models cannot refuse the field).
+EMBEDDING_REQUEST_DIMENSIONS = env.bool("EMBEDDING_REQUEST_DIMENSIONS", default=False)
+# An ingestion task's claim on a file; older, another task may take the file over.
+INGESTION_CLAIM_SECONDS = env.int("INGESTION_CLAIM_SECONDS", default=900)
+EMBEDDED_INGESTION_THREADS = env.int("EMBEDDED_INGESTION_THREADS", default=2)
+# Stores of at most this many chunks (together) are searched exactly, larger ones by the
+# HNSW index (vector_stores/search.py).
+VECTOR_SEARCH_EXACT_MAX_CHUNKS = env.int("VECTOR_SEARCH_EXACT_MAX_CHUNKS", default=10_000)
+CELERY_BEAT_SCHEDULE["requeue-stalled-ingestion"] = {
+    "task": "vector_stores.requeue_stalled_ingestion", "schedule": 60.0,
+    "options": {"expires": 60.0}}
 
 CSRF_FAILURE_VIEW = "responses_app.api.views.csrf_failure"
 

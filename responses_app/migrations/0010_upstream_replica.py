@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('responses_app', '0008_history_columns'),
+        ('responses_app', '0009_first_delta_at'),
     ]
 
     operations = [
