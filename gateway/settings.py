@@ -163,7 +163,7 @@ UPSTREAM_MAX_CONCURRENCY = env.int("UPSTREAM_MAX_CONCURRENCY", default=0)
 # this long; a worker's slot of a route's limit lapses this long after the worker died.
 UPSTREAM_REPLICA_COOLDOWN_SECONDS = env.float("UPSTREAM_REPLICA_COOLDOWN_SECONDS", default=10.0)
 UPSTREAM_AFFINITY_MAX_EXCESS = env.int("UPSTREAM_AFFINITY_MAX_EXCESS", default=4)
-UPSTREAM_AFFINITY_TTL_SECONDS = env.float("UPSTREAM_AFFINITY_TTL_SECONDS", default=3600.0)
+UPSTREAM_AFFINITY_TTL_SECONDS = env.float("UPSTREAM_AFFINITY_TTL_SECONDS", default=900.0)
 UPSTREAM_LEASE_SECONDS = env.float("UPSTREAM_LEASE_SECONDS", default=30.0)
 # The default upstream's context window (0: unknown) and token counter (estimate,
 # tokenizer with UPSTREAM_TOKENIZER_PATH, vllm or llamacpp): see upstreams/token_counting.py.

@@ -262,3 +262,20 @@ def test_a_websocket_chain_of_unstored_turns_stays_on_one_replica(
             previous = final["id"]
     assert sorted(len(requests_for(server, "pool-socket"))
                   for server in (second_upstream, narrow_upstream)) == [0, 3]
+
+
+def test_a_chain_of_item_references_stays_on_one_replica(client, second_upstream,
+                                                         narrow_upstream):
+    """The Vercel AI SDK's chain: no previous_response_id, the earlier answers sent as
+    `item_reference`s: each turn goes to the replica of the answer it references last."""
+    history = []
+    for turn in range(3):
+        response = client.post("/responses", json={"model": "pool-refs", "input": history + [
+            {"role": "user", "content": f"turn {turn}"}]})
+        assert response.status_code == 200
+        output = response.json()["output"]
+        assert output[0]["content"][0]["text"] == TEXT
+        history += [{"role": "user", "content": f"turn {turn}"},
+                    {"type": "item_reference", "id": output[-1]["id"]}]
+    assert sorted(len(requests_for(server, "pool-refs"))
+                  for server in (second_upstream, narrow_upstream)) == [0, 3]

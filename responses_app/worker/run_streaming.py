@@ -215,12 +215,13 @@ class Streaming:
 
 
     def _remember_output_items(self) -> None:
-        """A stored response's output items may be referenced by a later request
-        (`item_reference`, without `previous_response_id`): that chain's replica is this."""
+        """A stored response's last output item may be referenced by a later request
+        (`item_reference`, without `previous_response_id`: the Vercel AI SDK): that
+        chain's replica is this one."""
         if self.job.store and self.placement.replica:
             ids = [item["id"] for item in self.job.resource.get("output") or ()
                    if item.get("id")]
-            pool.remember_soon(self.route, item_keys(ids[-8:]), self.placement.replica)
+            pool.remember_soon(self.route, item_keys(ids[-1:]), self.placement.replica)
 
 
 def _first_delta(events: list) -> int | None:
