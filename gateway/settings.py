@@ -156,8 +156,16 @@ UPSTREAM_ROUTES_CACHE_SECONDS = env.float("UPSTREAM_ROUTES_CACHE_SECONDS", defau
 # 429/502/503/504); a Retry-After longer than UPSTREAM_RETRY_MAX_WAIT is not waited for.
 UPSTREAM_MAX_RETRIES = env.int("UPSTREAM_MAX_RETRIES", default=2)
 UPSTREAM_RETRY_MAX_WAIT = env.float("UPSTREAM_RETRY_MAX_WAIT", default=5.0)
-# Open streams to the default upstream per worker process (0: no limit).
+# Open streams to the default upstream across the deployment (0: no limit; upstreams/pool.py).
 UPSTREAM_MAX_CONCURRENCY = env.int("UPSTREAM_MAX_CONCURRENCY", default=0)
+# Replicas of a route (upstreams/pool.py): a replica that failed before its first byte is
+# skipped this long; a chain stays on its replica while that one holds at most
+# UPSTREAM_AFFINITY_MAX_EXCESS calls more than the least loaded replica, and is remembered
+# this long; a worker's slot of a route's limit lapses this long after the worker died.
+UPSTREAM_REPLICA_COOLDOWN_SECONDS = env.float("UPSTREAM_REPLICA_COOLDOWN_SECONDS", default=10.0)
+UPSTREAM_AFFINITY_MAX_EXCESS = env.int("UPSTREAM_AFFINITY_MAX_EXCESS", default=4)
+UPSTREAM_AFFINITY_TTL_SECONDS = env.float("UPSTREAM_AFFINITY_TTL_SECONDS", default=900.0)
+UPSTREAM_LEASE_SECONDS = env.float("UPSTREAM_LEASE_SECONDS", default=30.0)
 # The default upstream's context window (0: unknown) and token counter (estimate,
 # tokenizer with UPSTREAM_TOKENIZER_PATH, vllm or llamacpp): see upstreams/token_counting.py.
 UPSTREAM_CONTEXT_WINDOW = env.int("UPSTREAM_CONTEXT_WINDOW", default=0)
