@@ -110,7 +110,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["responses_app.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["responses_app.api.parsers.JSONWithoutNulParser"],
+    "DEFAULT_PARSER_CLASSES": ["responses_app.api.parsers.JSONBodyParser"],
     "EXCEPTION_HANDLER": "responses_app.errors.drf_exception_handler",
     "DEFAULT_THROTTLE_CLASSES": ["accounting.throttle.RateLimitThrottle"],
     "UNAUTHENTICATED_USER": None,

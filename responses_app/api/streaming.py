@@ -16,7 +16,6 @@ admitted and validated on the event loop, and its row is written from there
 import logging
 import time
 
-import orjson
 from django.conf import settings
 
 from accounting import ratelimit
@@ -27,9 +26,9 @@ from ..auth import remembered_principal, resolve_api_key
 from ..bus import event_bus
 from ..cancellation import cancellation
 from ..create_request import parse_create_request
-from ..nul import NUL_MESSAGE, contains_nul
 from ..db_threads import run_db
 from ..errors import InvalidRequest, NotFound
+from .parsers import parse_json
 from ..models import TERMINAL_STATUSES, StoredResponse
 
 log = logging.getLogger(__name__)
@@ -75,14 +74,7 @@ async def create(authorization: str | None, body: bytes, exchange,
 
 def parse_body(body: bytes):
     """The create request of a JSON body (InvalidRequest if it is not one)."""
-    try:
-        payload = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise InvalidRequest(f"We could not parse the JSON body of your request: {exc}.",
-                             code="invalid_json") from None
-    if b"\\u0000" in body and contains_nul(payload):  # Postgres text cannot hold NUL
-        raise InvalidRequest(NUL_MESSAGE, code="invalid_value")
-    return parse_create_request(payload)
+    return parse_create_request(parse_json(body))
 
 
 def _admits_without_io(authorization) -> bool:

@@ -18,7 +18,6 @@ closes its sockets with 4503 first (socket_shutdown.py).
 import asyncio
 import logging
 
-import orjson
 from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.consumer import get_handler_name
 from django.conf import settings
@@ -29,6 +28,7 @@ from ..auth import resolve_api_key
 from ..db_threads import run_db
 from ..errors import APIError, AuthenticationError, BodyTooLarge, InvalidRequest
 from . import socket_shutdown
+from .parsers import parse_json
 from .socket_lanes import Lane, steered_lane
 from .socket_state import SocketState
 from .socket_steer import SteerEvents, SteerRefused, accept, check_steer
@@ -104,11 +104,7 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         """A client event: a `response.create` frame as a dict, or an APIError."""
         if len(data) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
             raise BodyTooLarge("The event is larger than this server accepts.")
-        try:
-            frame = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise InvalidRequest(f"We could not parse the JSON of your event: {exc}.",
-                                 code="invalid_json") from None
+        frame = parse_json(data, "of your event")
         if not isinstance(frame, dict):
             raise InvalidRequest("An event must be a JSON object.", code="invalid_type")
         kind = frame.get("type")
