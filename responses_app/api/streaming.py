@@ -33,6 +33,7 @@ from ..models import TERMINAL_STATUSES, StoredResponse
 
 log = logging.getLogger(__name__)
 
+MAX_SEQUENCE_NUMBER = 2**63 - 1
 # A run that ended this recently may not have published its end yet: follow, don't refuse.
 JUST_ENDED_SECONDS = 10
 
@@ -120,13 +121,15 @@ async def follow(authorization: str | None, response_id: str, after: int, exchan
 
 
 def starting_after(value: str | None) -> int:
-    """The `starting_after` parameter: a sequence number, or -1 (from the start)."""
-    try:
-        after = int(value if value is not None else "-1")
-    except ValueError:
-        after = -2
-    if after < -1:
-        raise InvalidRequest("'starting_after' must be a sequence number (an integer >= 0).",
+    """The `starting_after` parameter: a sequence number, or -1 (from the start). ASCII
+    digits only, and at most MAX_SEQUENCE_NUMBER (a Redis stream id is 64 bits)."""
+    value = "-1" if value is None else value
+    digits = value[1:] if value.startswith("-") else value
+    number = digits.isascii() and digits.isdigit() and len(digits) <= 19  # 2**63 has 19
+    after = int(value) if number else -2
+    if not -1 <= after <= MAX_SEQUENCE_NUMBER:
+        raise InvalidRequest(f"'starting_after' must be a sequence number (an integer from 0 "
+                             f"to {MAX_SEQUENCE_NUMBER}).",
                              param="starting_after", code="invalid_value")
     return after
 
