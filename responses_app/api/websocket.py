@@ -102,7 +102,7 @@ class ResponsesSocket(AsyncWebsocketConsumer):
 
     def _frame(self, data) -> dict:
         """A client event: a `response.create` frame as a dict, or an APIError."""
-        if len(data) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+        if _size(data) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
             raise BodyTooLarge("The event is larger than this server accepts.")
         frame = parse_json(data, "of your event")
         if not isinstance(frame, dict):
@@ -208,3 +208,12 @@ def websocket_application():
         return await refuse_websocket(scope, receive, send)
 
     return application
+
+
+def _size(data: str | bytes) -> int:
+    """A message's size in bytes, as the HTTP body limit counts it (a text frame's UTF-8
+    takes 1 to 4 bytes a character: encoded only when that decides)."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    if isinstance(data, bytes) or len(data) > limit or 4 * len(data) <= limit:
+        return len(data)
+    return len(data.encode("utf-8", "surrogatepass"))
