@@ -107,7 +107,10 @@ for _name, _value in {
         "tcp_user_timeout": int(DATABASE_TCP_TIMEOUT_SECONDS * 1000),
         # an idle pooled connection is probed after 10 s of silence, every 2 s
         "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 2,
-        "keepalives_count": 3}.items():
+        "keepalives_count": 3,
+        # a server that is read-only (a standby after a failover) is not connected to: its
+        # sessions would take reads and fail every write, leaving runs unstored
+        "target_session_attrs": "read-write"}.items():
     if _value:
         _DATABASE_OPTIONS.setdefault(_name, _value)
 if DATABASE_STATEMENT_TIMEOUT_SECONDS:

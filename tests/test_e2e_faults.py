@@ -4,22 +4,26 @@ is lost or generated twice:
 
 - Postgres silently unreachable from a web host (packets dropped, Redis still reachable),
   every API key looked up (API_KEY_CACHE_SECONDS=0): a 503 JSON with Retry-After instead
-  of a hang, readiness red, the other web host serving; the link back, it serves again;
+  of a hang (a WebSocket: its error frame, then close code 4503), readiness red, the other
+  web host serving; the link back, it serves again;
 - Postgres silently unreachable from every worker host: a background response stays
   queued, its claims fail and give the run back instead of hanging; the link back, it is
   generated once and completes;
 - the database turned read-only (a standby, a full disk's protection): a 503, nothing
-  stored; writable again, served;
-- the upstream accepting the connection and never answering: the response fails with
-  `request_timeout`, stored once.
+  stored (background creates, whose row the web writes); writable again, served;
+- the upstream accepting the connection and never answering: the (background) response
+  fails with `request_timeout`, stored once.
 
 Needs root (network namespaces): skipped without, failed instead under CI=true.
 """
+import json
 import os
-import time
 
 import httpx
+import psycopg
 import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
 
 from tests.hosts_cluster import POSTGRES_PORT, WEB_PORT, Cluster
 from tests.netns import Network, namespaces_available
@@ -60,6 +64,16 @@ def readiness(web) -> tuple[int, dict]:
     return answer.status_code, answer.json()["checks"]["database"]
 
 
+def socket_refused(cluster, web) -> tuple[dict, int]:
+    """A WebSocket's error frame and close code, for a socket refused at once."""
+    with connect(f"ws://{web.address('front')}:{WEB_PORT}/v1/responses", open_timeout=10,
+                 additional_headers={"Authorization": f"Bearer {cluster.api_key}"}) as ws:
+        frame = json.loads(ws.recv(30))
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(30)
+    return frame, closed.value.rcvd.code
+
+
 def test_a_web_host_cut_silently_from_postgres_answers_503_and_recovers(cluster):
     web, other = cluster.webs
     database = cluster.data.address("back")
@@ -76,6 +90,9 @@ def test_a_web_host_cut_silently_from_postgres_answers_503_and_recovers(cluster)
             assert refused.json()["error"]["type"] == "server_error"
             status, check = readiness(web)
             assert (status, check["ok"]) == (503, False)
+            frame, close_code = socket_refused(cluster, web)
+            assert (frame["status"], frame["error"]["code"], close_code) == (
+                503, "service_unavailable", 4503)
             with cluster.client(other) as elsewhere:  # the other web host is not cut
                 served = elsewhere.post("/responses", json={"model": "fake-text",
                                                             "input": "on the other host"})
@@ -116,26 +133,33 @@ def test_workers_cut_silently_from_postgres_run_the_response_once_it_is_back(clu
 
 def test_an_upstream_that_accepts_and_never_answers_fails_the_response_once(cluster):
     with cluster.client(cluster.webs[0]) as client:
-        answer = client.post("/responses", json={"model": "fake-slow-600000",
-                                                 "input": "never answered"})
-    assert answer.status_code == 504
-    assert answer.json()["error"]["code"] == "request_timeout"
-    assert [status for _, status in rows_with_input(cluster, "never answered")] == ["failed"]
+        created = client.post("/responses", json={
+            "model": "fake-slow-600000", "input": "never answered", "background": True}).json()
+        final = wait_for(lambda: (lambda r: r if r["status"] != "queued" and r["status"]
+                                  != "in_progress" else None)(
+            client.get(f"/responses/{created['id']}").json()),
+            "the run to fail (UPSTREAM_TIMEOUT 10 s)", timeout=60)
+    assert (final["status"], final["error"]["code"]) == ("failed", "request_timeout")
+    assert rows_with_input(cluster, "never answered") == [(created["id"], "failed")]
     assert upstream_count(cluster, "never answered") == 1
 
 
 def test_a_read_only_database_answers_503_and_stores_nothing(cluster):
     def sessions_read_only(on: bool) -> None:
-        with cluster.database() as database:
-            setting = "SET default_transaction_read_only = on" if on else "RESET ALL"
-            database.execute(f"ALTER DATABASE gateway {setting}")
-            database.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
-                             "datname = 'gateway' AND pid <> pg_backend_pid()")
+        """Every session's next transaction read-only (a reload reaches open sessions)."""
+        admin = cluster.database_url.rsplit("/", 1)[0] + "/postgres"
+        with psycopg.connect(admin, autocommit=True) as database:
+            database.execute("SET default_transaction_read_only = off")
+            database.execute("ALTER SYSTEM SET default_transaction_read_only = on" if on
+                             else "ALTER SYSTEM RESET default_transaction_read_only")
+            database.execute("SELECT pg_reload_conf()")
 
     with cluster.client(cluster.webs[0]) as client:
         sessions_read_only(True)
         try:
-            answers = [client.post("/responses", json={"model": "fake-text",
+            # background: the web writes the row itself (a foreground run may carry its row
+            # to the worker, which retries its claim until the database takes it)
+            answers = [client.post("/responses", json={"model": "fake-text", "background": True,
                                                        "input": f"read-only {n}"})
                        for n in range(3)]
         finally:

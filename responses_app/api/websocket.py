@@ -8,7 +8,8 @@ one stream (`stream_id`, or the default) run one after another, in the order the
 arrived (FIFO), streams side by side (socket_lanes.py); frames waiting are bounded
 (WEBSOCKET_MAX_QUEUED a stream, WEBSOCKET_MAX_STREAMS streams). Bad frames get an `error`
 frame and the socket stays usable; an unknown or revoked key and an exhausted quota close
-it after the error frame (close codes 4401 and 4429). A socket lives at most
+it after the error frame (close codes 4401 and 4429), the database unreachable when the
+handshake's key is looked up with 4503. A socket lives at most
 WEBSOCKET_MAX_AGE_SECONDS (then `websocket_connection_limit_reached`) and is closed after
 WEBSOCKET_IDLE_SECONDS without a frame or a running response; Daphne pings it meanwhile
 (its --ping-interval). A socket that closes stops its running `store: false` responses
@@ -61,9 +62,10 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         await self.accept()
         try:
             principal = await run_db(resolve_api_key, self.authorization)
-        except APIError as exc:
+        except APIError as exc:  # a bad key (4401), or the database unreachable (4503)
             await self.send_text(api_error_frame(exc))
-            await self.end(BAD_KEY)
+            await self.end(BAD_KEY if isinstance(exc, AuthenticationError)
+                           else 4000 + exc.status)
             return
         self.state = SocketState(principal.tenant.id)
         socket_shutdown.OPEN.add(self)
