@@ -16,9 +16,12 @@ error frame (the socket stays usable); past the cap (a bound on what one socket 
 server buffer) the server closes the socket with code 1009 (message too big) instead of
 dropping it.
 
-Without uvloop (Windows) the loop is asyncio's.
+Without uvloop (Windows) the loop is asyncio's. Before Daphne listens, the deployment
+checks (gateway/checks.py) run: production settings that expose the deployment (no
+ALLOWED_HOSTS, `*`, the development secret key) stop it here with their message.
 """
 import asyncio
+import io
 import os
 import sys
 
@@ -65,8 +68,25 @@ def gateway_server_class():
     return GatewayServer
 
 
+def refuse_unsafe_settings() -> None:
+    """Exit with the deployment checks' errors, if any (Daphne runs no system checks)."""
+    import django
+    from django.core.management import call_command
+    from django.core.management.base import SystemCheckError
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
+    django.setup()
+    from gateway.checks import TAG
+
+    try:
+        call_command("check", tag=[TAG], stdout=io.StringIO())
+    except SystemCheckError as refusal:
+        sys.exit(str(refusal))
+
+
 def main() -> None:
     use_uvloop()
+    refuse_unsafe_settings()
     from daphne.cli import CommandLineInterface
 
     CommandLineInterface.server_class = gateway_server_class()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import environ
 
-from gateway import embedded_postgres
+from gateway import embedded_postgres, public_url
 from observability import tracing
 from observability.logs import logging_config
 
@@ -20,11 +20,12 @@ env = environ.Env()
 
 DEBUG = env.bool("DEBUG", default=False)
 SECRET_KEY = env.str("SECRET_KEY", default="dev-insecure-change-me-" + "0" * 40)
-ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+# ALLOWED_HOSTS and the other settings of the public address: the last block (PUBLIC_URL).
 
 INSTALLED_APPS = [
     "daphne",
-    "django.contrib.admin",
+    "gateway",  # its system checks (gateway/checks.py)
+    "dashboard.apps.GatewayAdminConfig",  # django.contrib.admin, its index the dashboard
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -35,11 +36,15 @@ INSTALLED_APPS = [
     "responses_app",
     "conversations",
     "mcp_tools",
+    "hosted_tools",
     "accounting",
     "observability",
     "upstreams",
     "client_checks",
     "api_schema",
+    "dashboard",
+    "files",
+    "vector_stores",
 ]
 
 MIDDLEWARE = [
@@ -240,6 +245,27 @@ MCP_MAX_RESULT_BYTES = env.int("MCP_MAX_RESULT_BYTES", default=1_000_000)
 MCP_MAX_TOOL_CALLS = env.int("MCP_MAX_TOOL_CALLS", default=20)
 # Fernet keys (comma-separated, newest first) for registered servers' credentials; empty
 
+# --- hosted tools run by the gateway (hosted_tools/) ----------------------------------------
+# Hosted tool types that, when this deployment cannot run them, are dropped (not offered,
+# named in the X-Gateway-Dropped-Tools header, counted) instead of refused with a 400.
+HOSTED_TOOLS_DROP_UNAVAILABLE = env.list(
+    "HOSTED_TOOLS_DROP_UNAVAILABLE",
+    default=["web_search", "web_search_2025_08_26", "web_search_preview",
+             "web_search_preview_2025_03_11"])
+# Hosted tool calls (web and file searches) one response may make, whatever max_tool_calls says.
+HOSTED_MAX_TOOL_CALLS = env.int("HOSTED_MAX_TOOL_CALLS", default=8)
+# web_search: "" (none: the tool is dropped or refused), "searxng" or "brave".
+WEB_SEARCH_BACKEND = env.str("WEB_SEARCH_BACKEND", default="")
+# The backend's base URL: a SearXNG instance (its /search answers format=json), or Brave's
+# API (default https://api.search.brave.com/res/v1).
+WEB_SEARCH_URL = env.str("WEB_SEARCH_URL", default="")
+WEB_SEARCH_API_KEY = env.str("WEB_SEARCH_API_KEY", default="")
+WEB_SEARCH_TIMEOUT_SECONDS = env.float("WEB_SEARCH_TIMEOUT_SECONDS", default=15.0)
+# CIDRs the search backend may be reached at although not public (a SearXNG on the LAN, tests).
+WEB_SEARCH_EGRESS_ALLOWLIST = env.list("WEB_SEARCH_EGRESS_ALLOWLIST", default=[])
+# file_search runs against the tenant's vector stores (the vector_stores app); False refuses it.
+FILE_SEARCH_ENABLED = env.bool("FILE_SEARCH_ENABLED", default=True)
+
 # --- event bus and worker: Redis + Celery when REDIS_URL is set, else in-process -----------
 REDIS_URL = env.str("REDIS_URL", default="")
 EMBEDDED = not REDIS_URL
@@ -274,6 +300,13 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": RETENTION_PRUNE_INTERVAL_SECONDS,
         "options": {"expires": RETENTION_PRUNE_INTERVAL_SECONDS},
     },
+    # The dashboard's rollups (dashboard/rollup.py): each UTC hour and day is written once,
+    # an hour after it ended.
+    "dashboard-rollup": {
+        "task": "dashboard.roll_up_buckets",
+        "schedule": 3600,
+        "options": {"expires": 3600},
+    },
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
@@ -297,4 +330,68 @@ LOGGING = logging_config(level=env.str("LOG_LEVEL", default="INFO"),
                          json=env.str("LOG_FORMAT", default="json") == "json",
                          trace_ids=tracing.ENABLED)
 
+# --- files and vector stores (files/, vector_stores/; docs/configuration.md) ----------------
+FILES_MAX_BYTES = env.int("FILES_MAX_BYTES", default=512 * 1024 * 1024)
+FILES_DIR = Path(env.str("FILES_DIR", default=str(VAR_DIR / "files")))
+FILES_STORAGE_BACKEND = env.str("FILES_STORAGE_BACKEND",
+                                default="django.core.files.storage.FileSystemStorage")
+FILES_STORAGE_OPTIONS = env.json("FILES_STORAGE_OPTIONS", default={})
+if FILES_STORAGE_BACKEND == "django.core.files.storage.FileSystemStorage":
+    FILES_STORAGE_OPTIONS.setdefault("location", str(FILES_DIR))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "files": {"BACKEND": FILES_STORAGE_BACKEND, "OPTIONS": FILES_STORAGE_OPTIONS},
+}
+# The model ingestion and search embed with (routed like a chat model: upstreams/), the
+# dimension of its vectors (fixed in the chunk table when it is migrated), texts per call.
+EMBEDDING_MODEL = env.str("EMBEDDING_MODEL", default="text-embedding-3-small")
+EMBEDDING_DIMENSIONS = env.int("EMBEDDING_DIMENSIONS", default=1536)
+EMBEDDING_BATCH_SIZE = env.int("EMBEDDING_BATCH_SIZE", default=64)
+# Ask the model for EMBEDDING_DIMENSIONS (`dimensions`: OpenAI's text-embedding-3 models
+# shorten their vectors; servers whose models cannot refuse the field).
+EMBEDDING_REQUEST_DIMENSIONS = env.bool("EMBEDDING_REQUEST_DIMENSIONS", default=False)
+# An ingestion task's claim on a file; older, another task may take the file over.
+INGESTION_CLAIM_SECONDS = env.int("INGESTION_CLAIM_SECONDS", default=900)
+EMBEDDED_INGESTION_THREADS = env.int("EMBEDDED_INGESTION_THREADS", default=2)
+# Stores of at most this many chunks (together) are searched exactly, larger ones by the
+# HNSW index (vector_stores/search.py).
+VECTOR_SEARCH_EXACT_MAX_CHUNKS = env.int("VECTOR_SEARCH_EXACT_MAX_CHUNKS", default=10_000)
+CELERY_BEAT_SCHEDULE["requeue-stalled-ingestion"] = {
+    "task": "vector_stores.requeue_stalled_ingestion", "schedule": 60.0,
+    "options": {"expires": 60.0}}
+
 CSRF_FAILURE_VIEW = "responses_app.api.views.csrf_failure"
+
+
+# --- the public address: PUBLIC_URL, hosts, the TLS proxy (gateway/public_url.py) ----------
+# PUBLIC_URL is the URL clients and the admin use (https://gw.example.com): its host is
+# allowed, its origin trusted for the admin's CSRF check, and an https one says a TLS proxy
+# sits in front, which turns on what follows (each overridable by its own variable).
+# gateway/checks.py refuses production (DATABASE_URL set, DEBUG off) without PUBLIC_URL or
+# ALLOWED_HOSTS, with ALLOWED_HOSTS=*, or on the development SECRET_KEY above.
+PUBLIC_URL = env.str("PUBLIC_URL", default="")
+_public = public_url.parse(PUBLIC_URL)
+_behind_tls_proxy = _public is not None and _public.https
+ALLOWED_HOSTS_NAMED = public_url.listed(env.list("ALLOWED_HOSTS", default=[]))
+ALLOWED_HOSTS = public_url.allowed_hosts(ALLOWED_HOSTS_NAMED, _public)
+CSRF_TRUSTED_ORIGINS = public_url.csrf_trusted_origins(
+    public_url.listed(env.list("CSRF_TRUSTED_ORIGINS", default=[])), _public)
+# The header the proxy sets to `https` for a request that came in over HTTPS; empty: none is
+# trusted (a client could send it). With one, the proxy's X-Forwarded-Host is trusted too.
+_proxy_header = public_url.DEFAULT_PROXY_SSL_HEADER if _behind_tls_proxy else ""
+SECURE_PROXY_SSL_HEADER = public_url.proxy_ssl_header(env.str("SECURE_PROXY_SSL_HEADER",
+                                                              default=_proxy_header))
+USE_X_FORWARDED_HOST = env.bool("USE_X_FORWARDED_HOST", default=SECURE_PROXY_SSL_HEADER is not None)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=_behind_tls_proxy)
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=_behind_tls_proxy)
+SECURE_REDIRECT_EXEMPT = public_url.REDIRECT_EXEMPT
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS",
+                              default=public_url.HSTS_SECONDS if _behind_tls_proxy else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS",
+                                          default=_behind_tls_proxy)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+# Preloading is a request to the browsers' lists that the owner of the whole domain makes
+# (hstspreload.org), not a default a gateway may make for it: its deploy warning is off.
+SILENCED_SYSTEM_CHECKS = ["security.W021"]
+# --- end of the public address ----------------------------------------------------------------

@@ -1,19 +1,17 @@
 """Top-level routes: the /v1 API, its OpenAPI document, usage, the operational probes and
-metrics, the admin."""
+metrics, the admin (its site: dashboard/site.py)."""
 from django.contrib import admin
 from django.urls import include, path
 
 from accounting.views import UsageView
 from api_schema.views import OpenApiDocument
 
-# The admin's "View site" link: the deployment's readiness (database, Redis, live workers),
-# where the site root has no page.
-admin.site.site_url = "/readyz"
-
 urlpatterns = [
     path("v1/openapi.json", OpenApiDocument.as_view()),
     path("v1/usage", UsageView.as_view()),
     path("v1/", include("conversations.urls")),
+    path("v1/", include("files.urls")),
+    path("v1/", include("vector_stores.urls")),
     # last under /v1: its final route is the catch-all JSON 404
     path("v1/", include("responses_app.api.urls")),
     path("", include("observability.urls")),

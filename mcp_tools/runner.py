@@ -1,6 +1,8 @@
 """The MCP part of a run: list each server's tools (or reuse the listing from the
 conversation), offer the allowed ones to the model, run the calls it makes and the calls
-the client approved, and decide whether another upstream turn follows.
+the client approved, and decide whether another upstream turn follows. The request's
+hosted tools (hosted_tools.loop: web and file search), when it has any, are offered and
+run in the same loop.
 
 Events are made by the pure translator and sent with the run's `emit`; this module does
 the I/O (mcp_tools.client) and the bookkeeping, nothing else.
@@ -28,8 +30,9 @@ CLIENT_ITEMS = {"function_call", "custom_tool_call", "mcp_approval_request"}
 
 
 class McpToolLoop:
-    def __init__(self, plan: McpRunPlan, job, translator, emit):
+    def __init__(self, plan: McpRunPlan, job, translator, emit, hosted=None):
         self.plan = plan
+        self.hosted = hosted  # hosted_tools.loop.HostedTools, or None
         self.job = job
         self.translator = translator
         self.emit = emit
@@ -56,7 +59,10 @@ class McpToolLoop:
                     "parameters": tool.get("input_schema") or {"type": "object",
                                                                "properties": {}}})
         self.translator.options.mcp_tools = targets
-        for request in self._approved_requests():
+        if self.hosted:
+            self.translator.options.hosted_tools = self.hosted.targets
+            self.translator.options.hosted_include = frozenset(self.job.include)
+        for request in self._approved_requests() if self.plan.servers else ():
             events, item = self.translator.open_mcp_call(
                 request["server_label"], request["name"], request["arguments"], request["id"])
             await self.emit(events)
@@ -67,7 +73,10 @@ class McpToolLoop:
         """Run the turn's MCP calls; the next turn's chat body, or None when the run ends."""
         new_items = self.translator.response["output"][self._turn_start:]
         for item in calls:
-            await self._run_call(item, self.translator.options.mcp_tools)
+            if item["type"] == "mcp_call":
+                await self._run_call(item, self.translator.options.mcp_tools)
+            else:
+                await self.hosted.run(item)
         if not calls or any(item["type"] in CLIENT_ITEMS for item in new_items):
             return None
         return self.chat_body()
@@ -77,11 +86,17 @@ class McpToolLoop:
         self._turn_start = len(output)
         params = dict(self.job.request["params"])
         params["tools"] = list(params.get("tools") or ()) + self.functions
-        if self.calls_made >= self.plan.max_calls:
+        if self.calls_made >= self.plan.max_calls and self.plan.servers:
             params["tool_choice"] = "none"
+        if self.hosted:
+            params["tools"] += self.hosted.offered()
+            params["tool_choice"] = self.hosted.next_tool_choice(params.get("tool_choice"))
+        items = upstream_items(self.job.items + output)
+        if self.hosted:
+            items = self.hosted.as_function_items(items)
         return build_chat_request(
             model=self.job.model, instructions=self.job.request.get("instructions"),
-            items=upstream_items(self.job.items + output), params=params, include=self.job.include,
+            items=items, params=params, include=self.job.include,
             max_tokens_param=settings.UPSTREAM_MAX_TOKENS_PARAM,
             merge_user_messages=settings.UPSTREAM_MERGE_USER_MESSAGES).body
 

@@ -49,6 +49,12 @@ TOOL_CALLS = Counter("gateway_tool_calls", "Tool calls in finished responses, by
 HISTORY_REPAIRS = Counter("gateway_history_repairs",
                           "Repairs of a request's history before the upstream call, by kind",
                           ["repair"])
+HOSTED_TOOLS_DROPPED = Counter("gateway_hosted_tools_dropped",
+                               "Hosted tools dropped from requests (no backend), by tool type",
+                               ["type"])
+HOSTED_TOOL_CALLS = Counter("gateway_hosted_tool_calls",
+                            "Hosted tool calls the gateway ran, by tool and outcome",
+                            ["tool", "status"])
 RATE_LIMITED = Counter("gateway_rate_limited", "Requests refused by limits or quotas",
                        ["code"])
 

@@ -5,6 +5,8 @@ value (or raises the 400) and the JSON Schema of the OpenAPI document, both writ
 same constants (tool types, tool_choice modes, text formats, reasoning efforts, includables,
 metadata limits). The table that names them is responses_app.create_body.
 """
+from hosted_tools.catalog import HOSTED_TYPES
+from hosted_tools.request_spec import check_hosted_tool_count, hosted_tool
 from mcp_tools.request_spec import check_mcp_tool_count, mcp_tool
 
 from .create_fields import Custom, nullable, ref, required_name, type_error
@@ -12,12 +14,8 @@ from .custom_tool_items import custom_tool
 from .errors import InvalidRequest
 from .input_items import normalize_input
 
-# Hosted tools we do not run: accepted (Codex always sends web_search), not offered upstream.
-IGNORED_TOOL_TYPES = (
-    "web_search", "web_search_preview", "web_search_preview_2025_03_11", "file_search",
-    "computer_use_preview", "code_interpreter", "image_generation", "local_shell",
-)
-TOOL_TYPES = ("function", "namespace", "mcp", "custom", *IGNORED_TOOL_TYPES)
+# Hosted tools: run, refused or dropped, as hosted_tools.catalog says.
+TOOL_TYPES = ("function", "namespace", "mcp", "custom", *HOSTED_TYPES)
 TOOL_CHOICE_MODES = ("auto", "none", "required")
 TEXT_FORMATS = ("text", "json_schema", "json_object")
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
@@ -46,11 +44,12 @@ MODEL = Custom(_model, {"type": "string", "minLength": 1})
 INPUT = Custom(normalize_input, {"oneOf": [STRING, {"type": "array", "items": ref("InputItem")}]})
 
 
-def _tools(value, param) -> tuple[list[dict], dict]:
-    """The tools as stored and echoed, and the MCP `headers` by server_label (this run only)."""
+def _tools(value, param) -> tuple[list[dict], dict, list[str]]:
+    """The tools as stored and echoed, the MCP `headers` by server_label (this run only),
+    and the types of the hosted tools dropped (hosted_tools.catalog)."""
     if not isinstance(value, list):
         raise InvalidRequest("'tools' must be a list.", param="tools", code="invalid_type")
-    tools, mcp_headers = [], {}
+    tools, mcp_headers, dropped = [], {}, []
     for i, tool in enumerate(value):
         param = f"tools[{i}]"
         if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
@@ -68,13 +67,18 @@ def _tools(value, param) -> tuple[list[dict], dict]:
             tools.append(stored)
             if headers:
                 mcp_headers[stored["server_label"]] = headers
-        elif kind in IGNORED_TOOL_TYPES:
-            tools.append(tool)
+        elif kind in HOSTED_TYPES:
+            kept = hosted_tool(tool, param)
+            if kept is None:
+                dropped.append(kind)
+            else:
+                tools.append(kept)
         else:
             raise InvalidRequest(f"Invalid value for '{param}.type': {kind!r} is not a supported "
                                  f"tool type.", param=f"{param}.type", code="invalid_value")
     check_mcp_tool_count(tools)
-    return tools, mcp_headers
+    check_hosted_tool_count(tools)
+    return tools, mcp_headers, dropped
 
 
 def _namespace_tool(tool, param) -> dict:
@@ -113,6 +117,8 @@ def _tool_choice(value, param):
     if isinstance(value, dict):
         if value.get("type") in ("function", "custom") and isinstance(value.get("name"), str):
             return {"type": value["type"], "name": value["name"]}
+        if value.get("type") in HOSTED_TYPES:  # {"type": "web_search_preview"}, ...
+            return {"type": value["type"]}
         if value.get("type") == "allowed_tools" and isinstance(value.get("tools"), list):
             mode = value.get("mode", "auto")
             if mode not in ("auto", "required"):
@@ -120,7 +126,8 @@ def _tool_choice(value, param):
                                      param="tool_choice.mode", code="invalid_value")
             return {"type": "allowed_tools", "mode": mode, "tools": value["tools"]}
     raise InvalidRequest("Invalid 'tool_choice': use 'auto', 'none', 'required', "
-                         "{'type': 'function', 'name': ...} or {'type': 'allowed_tools', ...}.",
+                         "{'type': 'function', 'name': ...}, {'type': 'allowed_tools', ...} "
+                         "or a hosted tool's {'type': ...}.",
                          param="tool_choice", code="invalid_value")
 
 
@@ -128,6 +135,8 @@ TOOL_CHOICE = Custom(_tool_choice, {"oneOf": [
     {"enum": list(TOOL_CHOICE_MODES)},
     {"type": "object", "required": ["type", "name"], "additionalProperties": True,
      "properties": {"type": {"enum": ["function", "custom"]}, "name": STRING}},
+    {"type": "object", "required": ["type"], "additionalProperties": True,
+     "properties": {"type": {"enum": list(HOSTED_TYPES)}}},
     {"type": "object", "required": ["type", "tools"], "additionalProperties": True,
      "properties": {"type": {"const": "allowed_tools"}, "mode": {"enum": ["auto", "required"]},
                     "tools": {"type": "array", "items": OBJECT}}},

@@ -7,6 +7,8 @@ fields together. Anything the gateway cannot honour is a clear 400.
 """
 from dataclasses import dataclass, field
 
+from hosted_tools.request_spec import check_tool_choice
+
 from .create_body import parse_fields
 from .create_params import parse_metadata
 from .errors import InvalidRequest
@@ -38,6 +40,8 @@ class CreateRequest:
     conversation_id: str | None = None
     # MCP `headers` by server_label: for this run only, never stored.
     mcp_headers: dict = field(default_factory=dict)
+    # The types of the hosted tools dropped (hosted_tools.catalog): a header names them.
+    dropped_tools: list[str] = field(default_factory=list)
     # The items `previous_response_id` stands for, when the front door has them (a
     # WebSocket's last response, kept in memory): then nothing is read from the database.
     history: list[dict] | None = None
@@ -48,7 +52,8 @@ def parse_create_request(body) -> CreateRequest:
         raise InvalidRequest("The request body must be a JSON object.")
     values = parse_fields(body)
     _check_combinations(values)
-    tools, mcp_headers = values["tools"]
+    tools, mcp_headers, dropped_tools = values["tools"]
+    check_tool_choice(values["tool_choice"], tools)
     params = {name: values[name] for name in PARAM_FIELDS}
     params["tools"] = tools
     if values["context_management"]:  # server-side compaction (responses_app/context)
@@ -67,6 +72,7 @@ def parse_create_request(body) -> CreateRequest:
         params=params,
         conversation_id=values["conversation"],
         mcp_headers=mcp_headers,
+        dropped_tools=dropped_tools,
     )
 
 

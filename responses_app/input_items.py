@@ -5,6 +5,7 @@ input_items endpoint and the history sent upstream all read one format. `INPUT_I
 is the OpenAPI description of one input item, derived from the same tables of item types,
 and roles the builders use.
 """
+from hosted_tools.input_items import HOSTED_ITEM_BUILDERS
 from mcp_tools.request_spec import MCP_ITEM_BUILDERS
 
 from .context.compaction_items import compaction_input_item
@@ -147,6 +148,7 @@ ITEM_BUILDERS = {
     "compaction": compaction_input_item,
     **MCP_ITEM_BUILDERS,
     **CUSTOM_ITEM_BUILDERS,
+    **HOSTED_ITEM_BUILDERS,
 }
 
 

@@ -69,6 +69,9 @@ class StoredResponse(models.Model):
     conversation_id = models.CharField(max_length=64, null=True, blank=True)
     created_at = models.DateTimeField()
     completed_at = models.DateTimeField(null=True, blank=True)
+    # When its run published its first delta (the worker's clock): the dashboard's time to
+    # first delta is this minus created_at. None: no delta was published.
+    first_delta_at = models.DateTimeField(null=True, blank=True)
     error_code = models.CharField(max_length=64, null=True, blank=True)
     # The worker process running it (set by the claim): the watchdog fails runs whose worker
     # stopped sending heartbeats.

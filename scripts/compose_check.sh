@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the compose deployment for real: builds the images, starts the stack, waits for health,
+# checks the web port is published on loopback only and refuses a Host it does not serve,
 # creates a tenant, streams a response, restarts the web and worker containers, continues the
-# chain (previous_response_id) and tears everything down, volumes included. The upstream is
+# chain (previous_response_id), sees PostgreSQL refuse a data volume of another major, and
+# tears everything down, volumes included. The upstream is
 # the fake one from tests/ in a container of its own. Works on a copy of the checkout with a
 # generated .env (yours is left alone). Where python:3.11-slim cannot be pulled, local base
 # images are built from Debian's packages (scripts/docker_base_images.sh). Needs Docker and
@@ -23,19 +25,25 @@ trap teardown EXIT
 secret() { python3 -c 'import base64, os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())'; }
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 (cd "$repo" && git ls-files -co --exclude-standard -z | xargs -0 tar -c --ignore-failed-read 2>/dev/null) | tar -x -C "$work"
-cat > "$work/.env" <<ENV
-SECRET_KEY=$(secret)$(secret)
-ENCRYPTION_KEYS=$(secret)
-POSTGRES_PASSWORD=$(secret | tr -d '=_-')
-WEB_PORT=127.0.0.1:$port
-UPSTREAM_BASE_URL=http://fake-upstream:8901/v1
-GATEWAY_MODELS=fake-echo
-RESPONSE_RETENTION_DAYS=30
-ENV
+# .env as the README says to make it: .env.example with its secrets filled in, and the fake
+# upstream; everything else (loopback-only publishing, ALLOWED_HOSTS) as shipped.
+python3 - "$work/.env.example" > "$work/.env" <<PY
+import sys
+filled = {"SECRET_KEY": "$(secret)$(secret)", "ENCRYPTION_KEYS": "$(secret)",
+          "POSTGRES_PASSWORD": "$(secret | tr -d '=_-')", "WEB_PORT": "$port",
+          "UPSTREAM_BASE_URL": "http://fake-upstream:8901/v1", "GATEWAY_MODELS": "fake-echo",
+          "RESPONSE_RETENTION_DAYS": "30"}
+for line in open(sys.argv[1]).read().splitlines():
+    name = line.partition("=")[0]
+    if name in ("PYTHON_IMAGE", "POSTGRES_IMAGE", "REDIS_IMAGE"):
+        continue  # the registry's defaults, or the local images' lines appended below
+    print(f"{name}={filled.pop(name)}" if name in filled and not line.startswith("#") else line)
+assert not filled, filled
+PY
 
 step "base images"
 if docker image inspect python:3.11-slim >/dev/null 2>&1 || docker pull -q python:3.11-slim >/dev/null 2>&1; then
-  echo "python:3.11-slim, postgres:16, redis:7 from the registry"
+  echo "python:3.11-slim, postgres:15, redis:7 from the registry"
 else
   "$repo/scripts/docker_base_images.sh" | tee -a "$work/.env"
 fi
@@ -68,6 +76,20 @@ else
   dc logs --tail 30 beat; exit 1
 fi
 
+step "published on loopback only, known hosts only"
+published=$(dc port web 8000)
+echo "web's port 8000 published on $published"
+[ "$published" = "127.0.0.1:$port" ] || { echo "expected 127.0.0.1:$port"; exit 1; }
+status=$(curl -sS -o "$work/refused.json" -w '%{http_code}' -H 'Host: gw.example.com' \
+           "http://127.0.0.1:$port/v1/models")
+echo "Host gw.example.com: $status $(cat "$work/refused.json")"
+python3 -c 'import json, sys; assert (sys.argv[1], json.load(open(sys.argv[2]))) == ("400", {"error": {
+    "message": "Bad request (check the Host header).", "type": "invalid_request_error",
+    "param": None, "code": "bad_request"}})' "$status" "$work/refused.json"
+ready=$(curl -sS "http://127.0.0.1:$port/readyz")
+echo "readyz: $ready"
+echo "$ready" | python3 -c 'import json, sys; r = json.load(sys.stdin); assert r["status"] == "ready" and r["checks"]["upstream"] == {"ok": True, "url": "http://fake-upstream:8901/v1"}, r'
+
 step "create a tenant"
 key=$(dc exec -T web python manage.py create_tenant compose-check | tail -n 1)
 echo "key ${key:0:12}…"
@@ -92,5 +114,18 @@ post "{\"model\": \"fake-echo\", \"input\": \"and again\", \"previous_response_i
 
 step "metrics (web and worker, one volume)"
 curl -sS "http://127.0.0.1:$port/metrics" | grep -E '^gateway_(http_requests_total|run_duration_seconds_count)' | head -n 6
+
+step "a data volume of another PostgreSQL major is refused"
+image=$(docker inspect -f '{{.Config.Image}}' "$(dc ps -q postgres)")
+dc stop postgres 2>&1 | tail -n 1
+docker run --rm --user root --entrypoint sh -v "${project}_postgres-data:/data" "$image" \
+  -c 'echo 14 > /data/PG_VERSION'
+dc up -d --no-deps postgres 2>&1 | tail -n 1
+deadline=$((SECONDS + 60))
+until dc logs --no-color postgres 2>&1 | grep -q 'Refusing to start'; do
+  [ $SECONDS -lt $deadline ] || { dc logs --tail 20 postgres; exit 1; }
+  sleep 1
+done
+dc logs --no-color postgres 2>&1 | grep -m 2 -e 'Refusing to start' -e 'Set POSTGRES_IMAGE' | sed 's/^[^|]*| //'
 echo
 echo "compose check passed in ${SECONDS} s"

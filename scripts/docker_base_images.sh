@@ -10,6 +10,10 @@ set -euo pipefail
 cd "$(dirname "$0")/docker-base"
 
 PREFIX=${LOCAL_IMAGE_PREFIX:-gateway-local}
+# PostgreSQL's major: the one docker-compose.yml pins (postgres:N), so that a data volume
+# serves the local image and the registry's alike; the image's tag names it.
+PG_MAJOR=$(sed -n 's/.*POSTGRES_IMAGE:-postgres:\([0-9][0-9]*\)}.*/\1/p' ../../docker-compose.yml)
+[ -n "$PG_MAJOR" ] || { echo "no postgres:N default image in docker-compose.yml" >&2; exit 1; }
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
 have() { docker image inspect "$1" >/dev/null 2>&1; }
@@ -26,15 +30,18 @@ context=$(mktemp -d)
 trap 'rm -rf "$context"' EXIT
 cp ./* "$context/" && mkdir "$context/ca"
 cp /usr/local/share/ca-certificates/*.crt "$context/ca/" 2>/dev/null || true
-for image in python postgres redis; do
-  if ! have "$PREFIX/$image:bookworm"; then
-    echo "building $PREFIX/$image:bookworm" >&2
+for image in python:bookworm postgres:$PG_MAJOR redis:bookworm; do
+  if ! have "$PREFIX/$image"; then
+    echo "building $PREFIX/$image" >&2
+    args=()
+    [ "${image%%:*}" = postgres ] && args=(--build-arg "PG_MAJOR=$PG_MAJOR")
     # without buildx the legacy builder says it is deprecated on every build: not news here
     docker build -q --build-arg "DEBIAN_IMAGE=$PREFIX/debian:bookworm" \
-      -f "$context/$image.Dockerfile" -t "$PREFIX/$image:bookworm" "$context" >/dev/null \
+      "${args[@]}" \
+      -f "$context/${image%%:*}.Dockerfile" -t "$PREFIX/$image" "$context" >/dev/null \
       2> >(grep -v -e '^DEPRECATED' -e 'buildx' -e '^ *https://docs.docker' -e '^$' >&2 || true)
   fi
 done
 echo "PYTHON_IMAGE=$PREFIX/python:bookworm"
-echo "POSTGRES_IMAGE=$PREFIX/postgres:bookworm"
+echo "POSTGRES_IMAGE=$PREFIX/postgres:$PG_MAJOR"
 echo "REDIS_IMAGE=$PREFIX/redis:bookworm"

@@ -75,9 +75,23 @@ def embedded_database_url():
 
 
 @pytest.fixture(scope="session")
-def production(upstream, tmp_path_factory):
-    """The shared production-path deployment, talking to the fake upstream."""
-    with production_deployment(upstream, tmp_path_factory, "e2e", E2E_REDIS_DB) as deployment:
+def fake_search():
+    """A fake SearXNG and Brave Search API on loopback (tests/fake_search.py)."""
+    from tests.fake_search import FakeSearch
+
+    server = FakeSearch().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def production(upstream, fake_search, tmp_path_factory):
+    """The shared production-path deployment, talking to the fake upstream; its web_search
+    runs on the fake SearXNG."""
+    with production_deployment(upstream, tmp_path_factory, "e2e", E2E_REDIS_DB,
+                               WEB_SEARCH_BACKEND="searxng",
+                               WEB_SEARCH_URL=fake_search.searxng_url,
+                               WEB_SEARCH_EGRESS_ALLOWLIST="127.0.0.1/32") as deployment:
         yield deployment
 
 

@@ -48,6 +48,7 @@ OPENRESPONSES_EVENT_NAMES = {
     "response.reasoning_text.done": "response.reasoning.done",
 }
 
+_NO_HOSTED = "Open Responses (spec 2026-04-24) has no hosted search tools (OpenAI's own)"
 _NO_MCP = "Open Responses (spec 2026-04-24) has no MCP events; MCP is an OpenAI hosted-tool extension"
 # Event types we may emit that are validated by the openai model only, with the reason.
 OPENRESPONSES_UNVALIDATED_EVENTS = {
@@ -57,6 +58,9 @@ OPENRESPONSES_UNVALIDATED_EVENTS = {
         "shapes differ: OpenAI's `error` event has code/message/param at top level, Open Responses "
         "nests them in an `error` object; we follow OpenAI (and PROTOCOL uses response.failed instead)"
     ),
+    **{f"response.{kind}.{stage}": _NO_HOSTED
+       for kind in ("web_search_call", "file_search_call")
+       for stage in ("in_progress", "searching", "completed")},
     "response.mcp_list_tools.in_progress": _NO_MCP,
     "response.mcp_list_tools.completed": _NO_MCP,
     "response.mcp_list_tools.failed": _NO_MCP,
@@ -78,6 +82,8 @@ OPENRESPONSES_UNMODELLED_ITEM_TYPES = {
     "mcp_call": _NO_MCP_ITEM,
     "mcp_approval_request": _NO_MCP_ITEM,
     "custom_tool_call": _NO_MCP_ITEM,
+    "web_search_call": _NO_MCP_ITEM,
+    "file_search_call": _NO_MCP_ITEM,
 }
 # Other ways we adapt a response object before the ResponseResource check, with the reason.
 OPENRESPONSES_RESPONSE_ADJUSTMENTS = {
@@ -86,6 +92,12 @@ OPENRESPONSES_RESPONSE_ADJUSTMENTS = {
         "the generated JsonSchemaResponseFormat types `schema` as None (generator artefact), so a real "
         "JSON schema is replaced by null; name/description/strict are still checked"
     ),
+    "tool_choice": (
+        "Open Responses' ToolChoice has no hosted tool choice ({'type': 'web_search_preview'}): "
+        "such a choice is checked by the openai model only"),
+    "file_citation": (
+        "Open Responses' annotations are url_citation only: file_citation annotations are left out "
+        "of message parts (and annotation.added events carrying one skip its check)"),
 }
 
 RESPONSE_RESOURCE_FIELDS = tuple(f.alias or name for name, f in ort.ResponseResource.model_fields.items())
@@ -186,9 +198,35 @@ def _openresponses_response_view(resp: dict) -> dict:
         ]
     if isinstance(view.get("tools"), list):
         view["tools"] = [t for t in view["tools"] if isinstance(t, dict) and t.get("type") == "function"]
+    choice = view.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") not in ("function", "allowed_tools"):
+        view["tool_choice"] = "auto"
+    for item in view.get("output") or ():
+        for part in (item.get("content") or ()) if isinstance(item, dict) else ():
+            if isinstance(part, dict) and isinstance(part.get("annotations"), list):
+                part["annotations"] = _without_file_citations(part["annotations"])
     fmt = (view.get("text") or {}).get("format") if isinstance(view.get("text"), dict) else None
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema" and "schema" in fmt:
         fmt["schema"] = None
+    return view
+
+
+def _without_file_citations(annotations: list) -> list:
+    return [a for a in annotations if not (isinstance(a, dict) and a.get("type") == "file_citation")]
+
+
+def _openresponses_event_view(event: dict) -> dict | None:
+    """The event as Open Responses can model it (None: it cannot, see the adjustments)."""
+    if (event.get("annotation") or {}).get("type") == "file_citation":
+        return None
+    view = copy.deepcopy(event)
+    for holder in (view.get("part"), view.get("item")):
+        if isinstance(holder, dict):
+            if isinstance(holder.get("annotations"), list):
+                holder["annotations"] = _without_file_citations(holder["annotations"])
+            for part in holder.get("content") or ():
+                if isinstance(part, dict) and isinstance(part.get("annotations"), list):
+                    part["annotations"] = _without_file_citations(part["annotations"])
     return view
 
 
@@ -229,7 +267,10 @@ def validate_event(event: dict) -> None:
     item = event.get("item")
     if isinstance(item, dict) and item.get("type") in OPENRESPONSES_UNMODELLED_ITEM_TYPES:
         return
-    view = dict(event, type=their_type)
+    view = _openresponses_event_view(event)
+    if view is None:
+        return
+    view["type"] = their_type
     if isinstance(view.get("response"), dict):
         view["response"] = _openresponses_response_view(view["response"])
     _openresponses_validate(model, view, what)

@@ -28,6 +28,11 @@ BUS_REDIS_DB = REDIS_DB_BASE + 3
 SPARE_REDIS_DB = REDIS_DB_BASE
 
 
+# What production settings require (gateway/checks.py) and a test deployment, served on
+# 127.0.0.1, has: its host name and a secret key.
+DEPLOYMENT_DEFAULTS = {"ALLOWED_HOSTS": "127.0.0.1", "SECRET_KEY": "test-secret-key-" + "x" * 40}
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -87,7 +92,8 @@ class Deployment:
 
     def __init__(self, workdir: Path, env: dict, *, worker: bool = True):
         self.workdir = workdir
-        self.env = {**os.environ, "WATCHDOG_ENABLED": "1", **env, "PYTHONUNBUFFERED": "1"}
+        self.env = {**os.environ, "WATCHDOG_ENABLED": "1", **DEPLOYMENT_DEFAULTS, **env,
+                    "PYTHONUNBUFFERED": "1"}
         for name in ("DATABASE_URL", "REDIS_URL"):
             if name not in env:
                 self.env.pop(name, None)

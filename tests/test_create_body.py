@@ -55,6 +55,8 @@ LOOSER_SCHEMA = {
     ("tools", '[{"type": "function"}]'): "a function tool's name is checked by the validator",
     ("text", '{"format": {"type": "json_schema"}}'): "json_schema's name and schema likewise",
     ("input", '[{"type": "function_call"}]'): "an item's own fields likewise",
+    ("tool_choice", '"required"'): "needs a tool to call: checked against `tools`",
+    ("tool_choice", '{"type": "function", "name": "f"}'): "the named tool must be in `tools`",
 }
 STRUCTURED["tools"].append([{"type": "function"}])
 STRUCTURED["text"].append({"format": {"type": "json_schema"}})

@@ -126,6 +126,7 @@ def test_content_parts_are_normalized():
 
 
 def test_function_tools_are_normalized_with_strict_echoed():
+    """A web_search tool with no backend (the default) is dropped, named in dropped_tools."""
     request = parse(input="hi", tools=[
         {"type": "function", "name": "a"},
         {"type": "function", "name": "b", "description": "B.", "strict": False,
@@ -138,8 +139,8 @@ def test_function_tools_are_normalized_with_strict_echoed():
          "strict": True},
         {"type": "function", "name": "b", "description": "B.",
          "parameters": {"type": "object", "properties": {}}, "strict": False},
-        {"type": "web_search"},
     ]
+    assert request.dropped_tools == ["web_search"]
 
 
 def test_a_function_call_keeps_its_namespace():

@@ -1,10 +1,15 @@
 """docker-compose.yml, .env.example, the Dockerfile and the lockfiles, checked by construction
 (no Docker here; scripts/compose_check.sh runs the stack for real): the services of the full
 deployment, each with a health check, every variable they pass is one the settings (or a
-library the gateway runs) read, and every dependency is locked."""
+library the gateway runs) read, the web published on loopback only, PostgreSQL's major pinned
+once and a volume of another major refused, and every dependency is locked."""
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -13,7 +18,8 @@ SETTINGS_SOURCE = (ROOT / "gateway" / "settings.py").read_text()
 SETTINGS_NAMES = set(re.findall(r'env\.\w+\("([A-Z0-9_]+)"', SETTINGS_SOURCE))
 INTERPOLATION = re.compile(r"\$\{([A-Z0-9_]+)(?:[:?-][^}]*)?\}")
 # Read by docker compose itself or by the Postgres image, not by the gateway.
-COMPOSE_ONLY = {"POSTGRES_PASSWORD", "WEB_PORT", "PYTHON_IMAGE", "POSTGRES_IMAGE", "REDIS_IMAGE"}
+COMPOSE_ONLY = {"POSTGRES_PASSWORD", "WEB_BIND", "WEB_PORT", "PYTHON_IMAGE", "POSTGRES_IMAGE",
+                "REDIS_IMAGE"}
 # Read from the environment by a library: prometheus_client, the OpenTelemetry SDK.
 LIBRARY_NAMES = re.compile(r"PROMETHEUS_MULTIPROC_DIR|OTEL_[A-Z0-9_]+")
 GATEWAY_SERVICES = ("web", "worker", "beat")
@@ -52,7 +58,7 @@ def test_named_volumes_are_declared_and_data_is_kept():
     declared = set(COMPOSE["volumes"])
     used = {mount.split(":", 1)[0] for service in COMPOSE["services"].values()
             for mount in service.get("volumes", [])}
-    assert used == declared == {"postgres-data", "redis-data", "beat-data", "metrics"}
+    assert used == declared == {"postgres-data", "redis-data", "beat-data", "metrics", "files"}
 
 
 def test_web_and_workers_share_the_metrics_volume():
@@ -83,6 +89,90 @@ def test_env_example_lists_what_compose_reads_and_only_settings():
     unknown = {name for name in set(env_example()) - SETTINGS_NAMES - COMPOSE_ONLY
                if not LIBRARY_NAMES.fullmatch(name)}
     assert not unknown
+
+
+def test_the_web_is_published_on_loopback_unless_told_otherwise():
+    assert COMPOSE["services"]["web"]["ports"] == ["${WEB_BIND:-127.0.0.1}:${WEB_PORT:-8000}:8000"]
+    assert [service for service, spec in COMPOSE["services"].items() if "ports" in spec] == ["web"]
+    example = env_example()
+    assert (example["WEB_BIND"], example["WEB_PORT"]) == ("127.0.0.1", "8000")
+    # production settings (gateway/checks.py) refuse `*` and want the hosts named
+    assert (example["ALLOWED_HOSTS"], example["PUBLIC_URL"]) == ("localhost", "")
+
+
+def test_the_secret_commands_in_env_example_need_only_the_standard_library():
+    """Run as printed, by a Python without site-packages (-S): no `cryptography` on the host."""
+    from cryptography.fernet import Fernet
+
+    text = (ROOT / ".env.example").read_text()
+    commands = dict((names, code) for code, names in re.findall(
+        r"^#\s+python3 -c '([^']+)'\s+\(([^)]+)\)$", text, re.M))
+    assert sorted(commands) == ["ENCRYPTION_KEYS: a Fernet key", "SECRET_KEY, POSTGRES_PASSWORD"]
+    outputs = {names: subprocess.run([sys.executable, "-S", "-c", code], capture_output=True,
+                                     text=True, check=True).stdout.strip()
+               for names, code in commands.items()}
+    Fernet(outputs["ENCRYPTION_KEYS: a Fernet key"].encode())
+    assert len(outputs["SECRET_KEY, POSTGRES_PASSWORD"]) == 64
+
+
+def postgres_major_of_compose() -> str:
+    """What scripts/docker_base_images.sh builds the local PostgreSQL image with, read by the
+    script's own line from docker-compose.yml."""
+    script = (ROOT / "scripts" / "docker_base_images.sh").read_text()
+    [line] = [line for line in script.splitlines() if line.startswith("PG_MAJOR=")]
+    return subprocess.run(["bash", "-c", f"{line} && echo $PG_MAJOR"], check=True, text=True,
+                          cwd=ROOT / "scripts" / "docker-base", capture_output=True).stdout.strip()
+
+
+def test_postgres_major_is_pinned_once_for_the_registry_and_the_local_image():
+    assert COMPOSE["services"]["postgres"]["image"] == "${POSTGRES_IMAGE:-postgres:15}"
+    assert postgres_major_of_compose() == "15"
+    dockerfile = (ROOT / "scripts" / "docker-base" / "postgres.Dockerfile").read_text()
+    assert "ARG PG_MAJOR\n" in dockerfile and "postgresql-${PG_MAJOR}" in dockerfile
+    assert "ENV PG_MAJOR=${PG_MAJOR}" in dockerfile
+
+
+def guard(tmp_path, made: str | None) -> subprocess.CompletedProcess:
+    """The postgres service's entrypoint, as compose runs it (`$$` is compose's `$`), on a
+    data directory made by PostgreSQL `made` (None: empty), in an image of PostgreSQL 15."""
+    entrypoint = COMPOSE["services"]["postgres"]["entrypoint"]
+    command = COMPOSE["services"]["postgres"]["command"]
+    assert entrypoint[:2] == ["sh", "-c"] and command == ["postgres"]
+    pgdata, bin_dir = tmp_path / "data", tmp_path / "bin"
+    pgdata.mkdir()
+    bin_dir.mkdir()
+    if made:
+        (pgdata / "PG_VERSION").write_text(made + "\n")
+    stub = bin_dir / "docker-entrypoint.sh"  # the image's own entrypoint
+    stub.write_text('#!/bin/sh\necho "image entrypoint: $*"\n')
+    stub.chmod(0o755)
+    return subprocess.run(
+        [entrypoint[0], entrypoint[1], entrypoint[2].replace("$$", "$"), *entrypoint[3:],
+         *command], capture_output=True, text=True, timeout=10,
+        env={"PATH": f"{bin_dir}:{os.environ['PATH']}", "PGDATA": str(pgdata), "PG_MAJOR": "15"})
+
+
+def test_a_data_volume_of_another_postgres_major_is_refused_by_name(tmp_path):
+    refused = guard(tmp_path, "16")
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert refused.stderr.splitlines() == [
+        "Refusing to start: the postgres-data volume holds PostgreSQL 16 data and this image "
+        "runs PostgreSQL 15.",
+        "Set POSTGRES_IMAGE to a PostgreSQL 16 image in .env to keep using it, or move the data "
+        "(docs/operations.md#postgresql-major-version)."]
+
+
+@pytest.mark.parametrize("made", [None, "15"])
+def test_a_new_or_same_major_volume_starts_the_image_entrypoint(tmp_path, made):
+    started = guard(tmp_path, made)
+    assert (started.returncode, started.stdout, started.stderr) == (
+        0, "image entrypoint: postgres\n", "")
+
+
+def test_the_build_context_leaves_out_local_state():
+    ignored = (ROOT / ".dockerignore").read_text().splitlines()
+    for pattern in (".venv", ".env", ".git", "var", "**/*.egg-info", "**/__pycache__"):
+        assert pattern in ignored
 
 
 def test_the_image_runs_unprivileged_with_a_command_from_the_lockfile():

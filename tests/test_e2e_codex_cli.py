@@ -48,7 +48,8 @@ TOOLS_OFFERED = [
     "exec_command", "write_stdin", "request_user_input", "view_image",
     "multi_agent_v1__close_agent", "multi_agent_v1__resume_agent", "multi_agent_v1__send_input",
     "multi_agent_v1__spawn_agent", "multi_agent_v1__wait_agent",
-    "get_goal", "create_goal", "update_goal"]
+    "get_goal", "create_goal", "update_goal",
+    "web_search"]  # Codex's web_search tool: the shared deployment has a search backend
 
 
 def codex_env(home: Path, api_key: str) -> dict:

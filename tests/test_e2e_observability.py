@@ -173,7 +173,8 @@ def test_readyz_goes_red_without_a_worker_and_green_again(stack):
     green = readyz(deployment)
     assert green.status_code == 200
     assert green.json() == {"status": "ready", "checks": {
-        "database": {"ok": True}, "redis": {"ok": True}, "workers": {"ok": True, "live": 1}}}
+        "database": {"ok": True}, "redis": {"ok": True}, "workers": {"ok": True, "live": 1},
+        "upstream": {"ok": True, "url": deployment.env["UPSTREAM_BASE_URL"]}}}
     deployment.stop_worker()
     red = readyz(deployment)
     assert red.status_code == 503
@@ -236,7 +237,8 @@ def test_the_embedded_mode_limits_and_reports_without_redis(upstream, tmp_path_f
         assert readyz(deployment).json() == {"status": "ready", "checks": {
             "database": {"ok": True},
             "redis": {"ok": True, "detail": "not used (embedded mode)"},
-            "workers": {"ok": True, "detail": "in-process (embedded mode)"}}}
+            "workers": {"ok": True, "detail": "in-process (embedded mode)"},
+            "upstream": {"ok": True, "url": upstream.base_url}}}
         samples = scrape(deployment)
         assert delta({}, samples, "gateway_http_requests_total", route="v1/responses",
                      method="POST", status="429") == 1

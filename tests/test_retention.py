@@ -90,6 +90,6 @@ def test_beat_schedules_the_registered_prune_task():
     from gateway.celery import app
 
     app.loader.import_default_modules()
-    [entry] = settings.CELERY_BEAT_SCHEDULE.values()
+    entry = settings.CELERY_BEAT_SCHEDULE["prune-responses"]
     assert app.tasks[entry["task"]].name == "responses_app.prune_responses"
     assert entry["schedule"] == settings.RETENTION_PRUNE_INTERVAL_SECONDS

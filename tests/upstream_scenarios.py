@@ -18,6 +18,8 @@ Dynamic model names handled by :func:`scenario_for`:
   last user message becomes a tool call (arguments streamed in two pieces); else a last user
   message ``Count from 1 to <n>…`` gets the numbers, one line each, 20 ms apart; else
   ``No tools.``;
+* ``fake-citing-caller`` -- ``fake-tool-caller``, but after tool results answers
+  ``Found it [1], and more [2].`` (in two pieces): an answer citing hosted tool results;
 * ``fake-tool-loop-<n>``  -- an agent loop of ``n`` tool calls: while the conversation holds fewer
   than ``n`` tool results, calls ``step`` with ``{"step": <results + 1>}`` (call id
   ``call_step_<results + 1>``); then answers ``Done after <n> steps.``;
@@ -249,6 +251,8 @@ def _tool_caller(model: str, messages: list[dict]) -> Scenario:
         if message.get("role") != "tool":
             break
         results.insert(0, _part_text(message.get("content")))
+    if results and model == "fake-citing-caller":
+        return Scenario(_text(model, ["Found it [1], ", "and more [2]."]))
     if results:
         return Scenario(_text(model, ["Results: ", " | ".join(results)]))
     user = next((m for m in reversed(messages) if m.get("role") == "user"), {})
@@ -275,7 +279,7 @@ def scenario_for(model: str, request_body: dict) -> Scenario:
         return SCENARIOS[model]
     if model == "fake-echo":
         return Scenario(_text(model, _split3(render_messages(request_body.get("messages", [])))))
-    if model == "fake-tool-caller":
+    if model in ("fake-tool-caller", "fake-citing-caller"):
         return _tool_caller(model, request_body.get("messages", []))
     if m := _BENCH.fullmatch(model or ""):
         return _bench(model, int(m[1]), int(m[2]))
@@ -291,7 +295,7 @@ def scenario_for(model: str, request_body: dict) -> Scenario:
 
 def is_cacheable(model: str) -> bool:
     """True when ``scenario_for(model, ...)`` does not depend on the request body."""
-    return model not in ("fake-echo", "fake-tool-caller") and not _TOOL_LOOP.fullmatch(model or "")
+    return model not in ("fake-echo", "fake-tool-caller", "fake-citing-caller") and not _TOOL_LOOP.fullmatch(model or "")
 
 
 # --------------------------------------------------------------------------- accumulation

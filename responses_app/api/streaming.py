@@ -19,6 +19,7 @@ import time
 from django.conf import settings
 
 from accounting import ratelimit
+from hosted_tools.dropped import dropped_tools_header
 from observability.request_context import bind_request_id
 
 from .. import services
@@ -53,6 +54,7 @@ async def create(authorization: str | None, body: bytes, exchange,
     try:
         request = parse_body(body)
         request.history = history
+        exchange.headers.update(dropped_tools_header(request.dropped_tools))
         context = {"request_id": exchange.request_id, **admission.run_context()}
         if services.needs_lookups(request):
             job = await run_db(_prepare, principal.tenant, request, context)

@@ -37,6 +37,7 @@ class ResponseFilterForm(forms.Form):
     created_from = forms.DateField(required=False, widget=DateInput, label="from")
     created_to = forms.DateField(required=False, widget=DateInput, label="to")
     has_error = forms.ChoiceField(choices=YES_NO, required=False, label="error")
+    error_code = forms.CharField(required=False, max_length=64, label="error code")
     background = forms.ChoiceField(choices=YES_NO, required=False)
     q = forms.CharField(required=False, max_length=500, label="search")
     before = forms.CharField(required=False, widget=forms.HiddenInput)
@@ -72,6 +73,8 @@ def filtered_responses(filters: dict):
         rows = rows.filter(created_at__lt=_day_start(filters["created_to"] + timedelta(days=1)))
     if filters.get("has_error"):
         rows = rows.filter(error_code__isnull=filters["has_error"] == "no")
+    if filters.get("error_code"):
+        rows = rows.filter(error_code=filters["error_code"].strip())
     if filters.get("background"):
         rows = rows.filter(background=filters["background"] == "yes")
     query = (filters.get("q") or "").strip()

@@ -60,7 +60,8 @@ OWNED = "id = %(id)s AND status = %(owned_status)s"
 STORE_RESULT_SQL = f"""
 UPDATE {TABLE} SET status = %(status)s, resource = %(resource)s,
                    input_tokens = %(row_input_tokens)s, output_tokens = %(row_output_tokens)s,
-                   completed_at = %(completed_at)s, error_code = %(error_code)s
+                   completed_at = %(completed_at)s, error_code = %(error_code)s,
+                   first_delta_at = %(first_delta_at)s
 WHERE {OWNED}
 """
 # The same conditional write (an UPDATE, or for store=false a DELETE) and the
@@ -128,19 +129,25 @@ def claim_by_insert_params(job: Job, worker: str) -> list:
                                                                   ResponseStatus.QUEUED.value]
 
 
-def result_params(response_id: str, resource: dict) -> dict:
-    """STORE_RESULT_SQL's parameters."""
+def result_params(response_id: str, resource: dict,
+                  first_delta_at: datetime | None = None) -> dict:
+    """STORE_RESULT_SQL's parameters (`first_delta_at`: when the run published its first
+    delta, None if it published none)."""
     usage = resource.get("usage") or {}
     error = resource.get("error") or {}
     return {"status": resource["status"], "resource": json_text(resource),
             "row_input_tokens": usage.get("input_tokens"),
             "row_output_tokens": usage.get("output_tokens"),
             "completed_at": connection.ops.adapt_datetimefield_value(completed_at_of(resource)),
-            "error_code": error.get("code"), "id": response_id,
+            "error_code": error.get("code"),
+            "first_delta_at": connection.ops.adapt_datetimefield_value(first_delta_at),
+            "id": response_id,
             "owned_status": ResponseStatus.IN_PROGRESS.value}
 
 
-def result_with_usage_params(job: Job, resource: dict) -> dict:
+def result_with_usage_params(job: Job, resource: dict,
+                             first_delta_at: datetime | None = None) -> dict:
     """STORE_WITH_USAGE_SQL's (and FORGET_WITH_USAGE_SQL's) parameters."""
-    return {**result_params(job.id, resource), "api_key_id": job.context.get("api_key_id"),
+    return {**result_params(job.id, resource, first_delta_at),
+            "api_key_id": job.context.get("api_key_id"),
             **token_counts(resource)}

@@ -28,6 +28,7 @@ rows could be lost, to a crash of the database server in the moment after.
 import asyncio
 import itertools
 import time
+from datetime import datetime
 
 from django.db import connection, transaction
 
@@ -72,26 +73,28 @@ async def claim_job(response_id: str, worker: str) -> Job | None:
         await asyncio.sleep(delay)
 
 
-async def store_result(job: Job, resource: dict, on_thread) -> bool:
+async def store_result(job: Job, resource: dict, on_thread,
+                       first_delta_at: datetime | None = None) -> bool:
     """Store a run's result with its usage (store=false: forget the response, count its
     usage), atomically; a conversation's turn is appended in the same transaction. False
-    when the run no longer owns the row: its result must be neither stored nor published."""
+    when the run no longer owns the row: its result must be neither stored nor published.
+    `first_delta_at`: when the run published its first delta (None: it published none)."""
     if job.conversation_id:
-        return await on_thread(_store_in_transaction, job, resource)
+        return await on_thread(_store_in_transaction, job, resource, first_delta_at)
     sql = statements.STORE_WITH_USAGE_SQL if job.store else statements.FORGET_WITH_USAGE_SQL
-    stored, = await fetchone(sql, statements.result_with_usage_params(job, resource),
-                             durable=job.store)
+    params = statements.result_with_usage_params(job, resource, first_delta_at)
+    stored, = await fetchone(sql, params, durable=job.store)
     return stored == 1
 
 
-def _store_in_transaction(job: Job, resource: dict) -> bool:
+def _store_in_transaction(job: Job, resource: dict, first_delta_at: datetime | None) -> bool:
     """store_result on a database thread, for a conversation's turn: its lock and its
     items are more than one statement."""
     with transaction.atomic():
         if job.store:
             with connection.cursor() as cursor:
                 cursor.execute(statements.STORE_RESULT_SQL,
-                               statements.result_params(job.id, resource))
+                               statements.result_params(job.id, resource, first_delta_at))
                 won = cursor.rowcount == 1
         else:
             won = bool(StoredResponse.objects.filter(

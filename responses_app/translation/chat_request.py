@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from .custom_tools import custom_items_as_function_items, custom_tool_as_function
 from .history_repair import merge_consecutive_users, repair_items
+from .hosted_items import function_for_tool_type, hosted_items_as_function_items
 from .mcp_history import NAMESPACE_SEPARATOR, mcp_items_as_function_items
 
 SYSTEM_ROLES = {"system": "system", "developer": "system"}
@@ -34,7 +35,8 @@ def build_chat_request(*, model: str, instructions: str | None, items: list[dict
     messages = []
     if instructions:
         messages.append({"role": "system", "content": instructions})
-    repaired = repair_items(custom_items_as_function_items(mcp_items_as_function_items(items)))
+    repaired = repair_items(custom_items_as_function_items(mcp_items_as_function_items(
+        hosted_items_as_function_items(items))))
     history, repairs = messages_from_items(repaired.items), repaired.repairs
     if merge_user_messages:
         merged = merge_consecutive_users(history)
@@ -74,7 +76,7 @@ def build_chat_request(*, model: str, instructions: str | None, items: list[dict
 # --- messages ------------------------------------------------------------------------------
 
 def messages_from_items(items: list[dict]) -> list[dict]:
-    items = mcp_items_as_function_items(items)
+    items = mcp_items_as_function_items(hosted_items_as_function_items(items))
     calls_by_id = {i["call_id"]: i for i in items if i.get("type") == "function_call"}
     messages: list[dict] = []
     answered: set[str] = set()
@@ -230,7 +232,11 @@ def _apply_tool_choice(tools, choice, function_names):
         upstream = next((up for up, (name, _) in function_names.items()
                          if name == choice["name"]), choice["name"])
         return tools, {"type": "function", "function": {"name": upstream}}
-    allowed = {t.get("name") for t in choice["tools"] if isinstance(t, dict)}
+    if choice["type"] != "allowed_tools":  # a hosted tool's {"type": "web_search"}
+        return tools, {"type": "function",
+                       "function": {"name": function_for_tool_type(choice["type"])}}
+    allowed = {t.get("name") or function_for_tool_type(t.get("type"))
+               for t in choice["tools"] if isinstance(t, dict)}
     kept = [t for t in tools
             if function_names.get(t["function"]["name"], (t["function"]["name"],))[0] in allowed
             or t["function"]["name"] in allowed]

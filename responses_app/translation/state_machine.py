@@ -13,11 +13,14 @@ the stream just ends). Events come back
 as dicts without sequence numbers (the EventStamper numbers them, in one place). The
 response object is kept current, so the terminal event carries the full response.
 
-A response may span several upstream turns (gateway-run MCP tools): `end_turn()` closes the
-turn's items and hands back the MCP calls to run, `mcp_call_done()` closes each with its
-result, and the next turn's chunks are fed to the same translator, so output indexes and
-items continue. A call to an MCP tool becomes an `mcp_call` item (or, when it needs
-approval, an `mcp_approval_request` item).
+A response may span several upstream turns (gateway-run MCP and hosted tools): `end_turn()`
+closes the turn's items and hands back the calls to run, `mcp_call_done()` closes each MCP
+call with its result, `hosted_searching()` / `hosted_call_done()` a hosted one, and the next
+turn's chunks are fed to the same translator, so output indexes and items continue. A call
+to an MCP tool becomes an `mcp_call` item (or, when it needs approval, an
+`mcp_approval_request` item); a call to a hosted tool a `web_search_call` or
+`file_search_call` item (`hosted_items`), whose results are numbered for the model to cite
+and found again in the answer's text as annotations (`citations`).
 
 Contract: the events a call returns must be serialized before the next call, because the
 item dicts they point at keep changing until their `output_item.done`.
@@ -25,7 +28,8 @@ item dicts they point at keep changing until their `output_item.done`.
 import time
 from dataclasses import dataclass, field
 
-from . import mcp_events, text_items, tool_items
+from . import hosted_items, mcp_events, text_items, tool_items
+from .citations import annotations_for
 from .custom_tools import custom_call_item
 from .part_kinds import OUTPUT_TEXT, REASONING_SUMMARY, REASONING_TEXT, REFUSAL
 from .text_items import TextSegment
@@ -34,6 +38,7 @@ from .usage import sum_chat_usage, usage_from_chat
 
 __all__ = ["McpToolTarget", "ResponseTranslator", "TranslatorOptions"]
 
+HOSTED_ITEM_TYPES = {item_type: kind for kind, item_type in hosted_items.ITEM_TYPES.items()}
 FINISH_INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
 
 
@@ -48,6 +53,10 @@ class TranslatorOptions:
     seal_reasoning: "callable | None" = None
     # upstream function name -> McpToolTarget for tools the gateway runs
     mcp_tools: dict = field(default_factory=dict)
+    # upstream function name -> hosted tool kind ("web_search", "file_search") the gateway runs
+    hosted_tools: dict = field(default_factory=dict)
+    # the request's `include`, for what hosted call items show of their results
+    hosted_include: frozenset = frozenset()
     # upstream function names that stand for custom tools (custom_tool_call items)
     custom_tools: frozenset = frozenset()
     # set `phase` on output messages (commentary before a tool call, else final_answer)
@@ -64,8 +73,10 @@ class ResponseTranslator:
         self._finish_reason: str | None = None
         self._usage: dict | None = None
         self._turn_usages: list[dict] = []
-        # mcp_call items whose arguments are done and whose result is awaited
+        # mcp_call and hosted call items whose arguments are done and whose result is awaited
         self._running: dict[str, ToolCall] = {}
+        # hosted tool results by the number the model cites them by
+        self.citation_sources: dict[int, object] = {}
 
     # --- lifecycle ---------------------------------------------------------------------------
     def start(self) -> list[dict]:
@@ -119,6 +130,9 @@ class ResponseTranslator:
             elif kind == "mcp_approval_request":
                 call.item["arguments"] = "".join(call.pieces)
                 events += mcp_events.added_and_done(self._add_item_index(call.item), call.item)
+            elif kind in HOSTED_ITEM_TYPES:
+                self._running[call.item["id"]] = call
+                to_run.append(call.item)
             else:
                 call.item["arguments"] = "".join(call.pieces)
                 events.append(mcp_events.arguments_done(call.item, call.output_index))
@@ -152,6 +166,30 @@ class ResponseTranslator:
         """The result of a running MCP call: `.completed` with output or `.failed` with error."""
         call = self._running.pop(item["id"])
         return mcp_events.call_done(item, call.output_index, output, error)
+
+    def hosted_searching(self, item: dict) -> tuple[list[dict], str, list[str]]:
+        """A hosted call's search starts: its `.searching` event, its kind and queries."""
+        call = self._running[item["id"]]
+        kind = HOSTED_ITEM_TYPES[item["type"]]
+        queries = hosted_items.queries_of(kind, "".join(call.pieces))
+        hosted_items.searching(item, kind, queries)
+        return [hosted_items.progress_event(item, call.output_index, "searching")], kind, queries
+
+    def hosted_call_done(self, item: dict, results: list | None,
+                         error: str | None = None) -> tuple[list[dict], str]:
+        """A hosted call's results (or why it failed): its closing events, and the text the
+        model is given, its results numbered after those it was given before."""
+        call = self._running.pop(item["id"])
+        kind = HOSTED_ITEM_TYPES[item["type"]]
+        first = len(self.citation_sources) + 1
+        for number, result in enumerate(results or (), first):
+            self.citation_sources[number] = result
+        hosted_items.finish(item, kind, results, self.options.hosted_include,
+                            failed=error is not None)
+        queries = ([item["action"]["query"]] if kind == hosted_items.WEB_SEARCH
+                   else item["queries"])
+        text = hosted_items.result_text(kind, queries, results, first, error)
+        return hosted_items.done_events(item, call.output_index), text
 
     def open_list_tools(self, server_label: str) -> tuple[list[dict], dict]:
         """An `mcp_list_tools` item, in progress."""
@@ -211,6 +249,8 @@ class ResponseTranslator:
     def _open_segment(self, events, item_type) -> TextSegment:
         item, added = text_items.new_item(item_type, self.options.ids)
         segment = TextSegment(item=item, output_index=self._add_item(events, item, added))
+        if item_type == "message" and self.options.hosted_tools:
+            segment.annotate = self._annotate
         self._segment = segment
         return segment
 
@@ -239,8 +279,16 @@ class ResponseTranslator:
                 events += tool_items.client_call_delta(call, arguments)
             elif kind == "mcp_call":
                 events.append(mcp_events.arguments_delta(call.item, call.output_index, arguments))
+            # a hosted call's arguments stream no events: its query shows when it searches
 
     def _open_call(self, events, piece, upstream_name) -> ToolCall:
+        hosted = self.options.hosted_tools.get(upstream_name)
+        if hosted is not None:
+            item = hosted_items.new_item(hosted, self.options.ids)
+            call = ToolCall(item=item, output_index=self._add_item(
+                events, item, hosted_items.added_snapshot(item)))
+            events.append(hosted_items.progress_event(item, call.output_index, "in_progress"))
+            return call
         mcp = self.options.mcp_tools.get(upstream_name)
         if mcp is not None and mcp.needs_approval:
             item = tool_items.approval_request_item(self.options.ids("mcpr"), mcp)
@@ -257,6 +305,9 @@ class ResponseTranslator:
         item = tool_items.function_call_item(self.options.ids, piece, upstream_name,
                                              self.options.function_names)
         return ToolCall(item=item, output_index=self._add_item(events, item, dict(item)))
+
+    def _annotate(self, text: str) -> list[dict]:
+        return annotations_for(text, self.citation_sources)
 
     # --- shared --------------------------------------------------------------------------------
     def _add_item(self, events, item, added_snapshot) -> int:
@@ -286,6 +337,8 @@ class ResponseTranslator:
                 self._close_segment(events, status)
             elif thing.item["type"] in tool_items.CLIENT_CALLS:
                 tool_items.close_client_call(events, thing, status)
+            elif thing.item["type"] in HOSTED_ITEM_TYPES:
+                events.append(mcp_events.call_unfinished(thing.item, thing.output_index, status))
             else:
                 if thing.item["id"] not in self._running:  # arguments still streaming
                     thing.item["arguments"] = "".join(thing.pieces)

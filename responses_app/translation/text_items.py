@@ -20,6 +20,8 @@ class TextSegment:
     part_index: int = -1
     pieces: list = field(default_factory=list)
     logprobs: list = field(default_factory=list)
+    # text -> the annotations citing hosted tool results (translation.citations), if any
+    annotate: object = None
 
 
 def new_item(item_type: str, ids) -> tuple[dict, dict]:
@@ -73,11 +75,24 @@ def close_part(events: list, segment: TextSegment) -> None:
     if kind is OUTPUT_TEXT:
         part["logprobs"] = segment.logprobs
         done["logprobs"] = segment.logprobs
+        if segment.annotate is not None:
+            _annotate(events, segment, part, text)
     events.append(done)
     events.append({"type": kind.part_done, "item_id": segment.item["id"],
                    "output_index": segment.output_index,
                    kind.index_field: segment.part_index, "part": part})
     segment.kind = segment.part = None
+
+
+def _annotate(events: list, segment: TextSegment, part: dict, text: str) -> None:
+    """The part's citations: one `output_text.annotation.added` each, before its `.done`."""
+    for annotation in segment.annotate(text):
+        events.append({"type": "response.output_text.annotation.added",
+                       "item_id": segment.item["id"], "output_index": segment.output_index,
+                       "content_index": segment.part_index,
+                       "annotation_index": len(part["annotations"]),
+                       "annotation": annotation})
+        part["annotations"] = [*part["annotations"], annotation]  # the added event keeps []
 
 
 def close_item(events: list, segment: TextSegment, status: str, seal_reasoning) -> None:

@@ -19,6 +19,7 @@ it streams; `execute_run` is the sync entry (the embedded dispatcher).
 import asyncio
 import logging
 from collections.abc import Callable
+from datetime import datetime
 
 from observability.request_context import bind_request_id
 from upstreams.routing import remembered_route_for_model, route_for_model
@@ -128,7 +129,7 @@ async def _storing(job: RunJob, streaming: Streaming, ending: Ending,
         await streaming.writer.append(error_entry(rejected.status, rejected.body,
                                                   rejected.headers))
     elif ending.kind == "finished":
-        stored = await _stored(job, ending)
+        stored = await _stored(job, ending, streaming.first_delta_clock)
         if not stored:  # the watchdog failed it meanwhile, ended its stream, settled it
             log.warning("run %s ended after it was given up; its result is dropped", job.id)
             observed.ending = Ending("fenced")
@@ -138,11 +139,11 @@ async def _storing(job: RunJob, streaming: Streaming, ending: Ending,
                                                     end=True))
 
 
-async def _stored(job: RunJob, ending: Ending) -> bool:
+async def _stored(job: RunJob, ending: Ending, first_delta_at: datetime | None) -> bool:
     """Commit the result; False if the run no longer owns the response. A result that
     cannot be stored ends the response as failed."""
     try:
-        return await lifecycle.store_result(job, job.resource, blocking)
+        return await lifecycle.store_result(job, job.resource, blocking, first_delta_at)
     except Exception:
         log.exception("storing %s failed", job.id)
         job.resource["status"] = "failed"

@@ -15,7 +15,8 @@ from .. import lifecycle
 
 log = logging.getLogger(__name__)
 
-TOOL_CALL_TYPES = ("function_call", "custom_tool_call", "mcp_call")
+TOOL_CALL_TYPES = ("function_call", "custom_tool_call", "mcp_call", "web_search_call",
+                   "file_search_call")
 
 
 class ObservedRun:

@@ -1,5 +1,6 @@
 """A run's streaming phase: the upstream's chunks translated into the response's events on
-the bus, turn after turn when MCP tools are called (the tool loop: mcp_tools.runner),
+the bus, turn after turn when MCP or hosted tools are called (the tool loop:
+mcp_tools.runner, with hosted_tools.loop),
 until the response's end, which it leaves to the storing phase (run.py) as an `Ending`.
 
 It stops early when its claim is refused (nothing of it is published), when its client
@@ -10,9 +11,12 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
 from django.conf import settings
 
+from hosted_tools.loop import HostedTools
+from mcp_tools.run_plan import McpRunPlan
 from mcp_tools.runner import McpToolLoop
 from upstreams.retry_policy import RetryPolicy
 
@@ -68,6 +72,7 @@ class Streaming:
         ))
         self.stamper = EventStamper()
         self.first_delta_at: float | None = None  # time.monotonic() of the first delta
+        self.first_delta_clock: datetime | None = None  # its wall-clock time (stored)
         self.stopped: str | None = None  # "unclaimed" or "cancelled"
 
     async def emit(self, events: list, urgent: bool = True, soon: bool = False) -> None:
@@ -147,8 +152,10 @@ class Streaming:
         with MCP tools, turns until the model stops calling them."""
         body = await fitted_body(self)
         tools = None
-        if self.mcp_plan is not None:
-            tools = McpToolLoop(self.mcp_plan, self.job, self.translator, self.emit)
+        hosted = HostedTools(self.job, self.translator, self.emit)  # web and file search
+        if self.mcp_plan is not None or hosted:
+            tools = McpToolLoop(self.mcp_plan or McpRunPlan(), self.job, self.translator,
+                                self.emit, hosted or None)
             await self.emit(self.translator.start(), urgent=False)
             body = await tools.prepare()
         while body is not None:
@@ -185,6 +192,7 @@ class Streaming:
             first_delta_sent = True
             if self.first_delta_at is None:
                 self.first_delta_at = time.monotonic()
+                self.first_delta_clock = datetime.now(timezone.utc)
             await self._first_delta_out(events, first)
 
     async def _first_delta_out(self, events: list, first: int) -> None:

@@ -1,7 +1,12 @@
 #!/bin/sh
-# First start: initdb, then the POSTGRES_USER role (with POSTGRES_PASSWORD) and its
-# POSTGRES_DB; every start: postgres listening on all addresses with password auth.
+# The official postgres image's entrypoint, as far as the deployment uses it (compose runs
+# `docker-entrypoint.sh postgres` behind its major-version guard): on first start, initdb,
+# then the POSTGRES_USER role (with POSTGRES_PASSWORD) and its POSTGRES_DB; every start,
+# postgres listening on all addresses with password auth. Any other command runs as given.
 set -eu
+if [ "${1:-postgres}" != postgres ]; then
+  exec "$@"
+fi
 if [ ! -s "$PGDATA/PG_VERSION" ]; then
   pwfile=$(mktemp)
   printf '%s' "$POSTGRES_PASSWORD" > "$pwfile"

@@ -1,0 +1,1 @@
+"""The operator's dashboard: the admin's first page (traffic, tokens, latency, errors, now)."""
