@@ -90,11 +90,39 @@ else:
     DATABASES = {"default": embedded_postgres.database_settings(EMBEDDED_PGDATA)}
 # A pool, not persistent connections: ASGI requests and worker threads come and go.
 DATABASES["default"]["CONN_MAX_AGE"] = 0
+# How long a request waits for the database before it is answered 503 (with Retry-After):
+# for a database thread's result (db_threads.run_db) and for a pooled connection.
+DATABASE_WAIT_SECONDS = env.float("DATABASE_WAIT_SECONDS", default=5.0)
 DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
     "min_size": 2,
     "max_size": env.int("DATABASE_POOL_SIZE", default=20),
-    "timeout": 10,
+    "timeout": DATABASE_WAIT_SECONDS,
 }
+# A database that stops answering (a partition drops packets: nothing is refused) fails a
+# statement in seconds instead of TCP's ~15 minutes of retransmissions, and its dead pooled
+# connections are dropped (docs/configuration.md). libpq parameters; a DATABASE_URL query
+# parameter of the same name wins. None of them applies to a Unix socket (embedded mode).
+DATABASE_CONNECT_TIMEOUT_SECONDS = env.int("DATABASE_CONNECT_TIMEOUT_SECONDS", default=5)
+DATABASE_TCP_TIMEOUT_SECONDS = env.float("DATABASE_TCP_TIMEOUT_SECONDS", default=5.0)
+DATABASE_STATEMENT_TIMEOUT_SECONDS = env.float("DATABASE_STATEMENT_TIMEOUT_SECONDS",
+                                               default=60.0)
+_DATABASE_OPTIONS = DATABASES["default"]["OPTIONS"]
+for _name, _value in {
+        "connect_timeout": DATABASE_CONNECT_TIMEOUT_SECONDS,
+        # unacknowledged data (a statement sent, keepalive probes) this long: connection closed
+        "tcp_user_timeout": int(DATABASE_TCP_TIMEOUT_SECONDS * 1000),
+        # an idle pooled connection is probed after 10 s of silence, every 2 s
+        "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 2,
+        "keepalives_count": 3,
+        # a server that is read-only (a standby after a failover) is not connected to: its
+        # sessions would take reads and fail every write, leaving runs unstored
+        "target_session_attrs": "read-write"}.items():
+    if _value:
+        _DATABASE_OPTIONS.setdefault(_name, _value)
+if DATABASE_STATEMENT_TIMEOUT_SECONDS:
+    _DATABASE_OPTIONS["options"] = (
+        f"{_DATABASE_OPTIONS.get('options', '')} "
+        f"-c statement_timeout={int(DATABASE_STATEMENT_TIMEOUT_SECONDS * 1000)}").strip()
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -116,7 +144,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["responses_app.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["responses_app.api.parsers.JSONWithoutNulParser"],
+    "DEFAULT_PARSER_CLASSES": ["responses_app.api.parsers.JSONBodyParser"],
     "EXCEPTION_HANDLER": "responses_app.errors.drf_exception_handler",
     "DEFAULT_THROTTLE_CLASSES": ["accounting.throttle.RateLimitThrottle"],
     "UNAUTHENTICATED_USER": None,
