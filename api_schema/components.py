@@ -183,6 +183,7 @@ CONVERSATION_DELETED = {
 
 CREATE_CONVERSATION = {
     "type": "object",
+    "additionalProperties": False,
     "properties": {
         "items": {"type": ["array", "null"], "maxItems": 20, "items": ref("InputItem")},
         "metadata": nullable(ref("Metadata")),
@@ -191,12 +192,14 @@ CREATE_CONVERSATION = {
 
 UPDATE_CONVERSATION = {
     "type": "object",
+    "additionalProperties": False,
     "required": ["metadata"],
     "properties": {"metadata": nullable(ref("Metadata"))},
 }
 
 ADD_CONVERSATION_ITEMS = {
     "type": "object",
+    "additionalProperties": False,
     "required": ["items"],
     "properties": {"items": {"type": "array", "minItems": 1, "maxItems": 20,
                              "items": ref("InputItem")}},

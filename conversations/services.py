@@ -29,7 +29,7 @@ MAX_ITEMS_PER_CALL = 20
 
 def conversation_create(tenant: Tenant, body) -> dict:
     """A new conversation with `metadata` and up to 20 initial `items`."""
-    body = _object(body)
+    body = _object(body, ("items", "metadata"))
     metadata = parse_metadata(body.get("metadata"))
     items = [] if body.get("items") is None else _new_items(body["items"])
     _check_item_ids(None, items, "items")
@@ -42,7 +42,7 @@ def conversation_create(tenant: Tenant, body) -> dict:
 
 def conversation_update(tenant: Tenant, conversation_id: str, body) -> dict:
     """Replace the conversation's metadata."""
-    body = _object(body)
+    body = _object(body, ("metadata",))
     if "metadata" not in body:
         raise InvalidRequest("Missing required parameter: 'metadata'.", param="metadata",
                              code="missing_required_parameter")
@@ -66,7 +66,7 @@ def conversation_delete(tenant: Tenant, conversation_id: str) -> dict:
 
 def items_add(tenant: Tenant, conversation_id: str, body) -> dict:
     """Append up to 20 items; returns them as a list."""
-    body = _object(body)
+    body = _object(body, ("items",))
     if body.get("items") is None:
         raise InvalidRequest("Missing required parameter: 'items'.", param="items",
                              code="missing_required_parameter")
@@ -103,9 +103,14 @@ def conversation_check_input(tenant: Tenant, conversation_id: str, input_items: 
 
 # --- helpers -------------------------------------------------------------------------------
 
-def _object(body) -> dict:
+def _object(body, parameters: tuple[str, ...]) -> dict:
+    """The body, a JSON object of these parameters only (OpenAI's 400 `unknown_parameter`)."""
     if not isinstance(body, dict):
         raise InvalidRequest("The request body must be a JSON object.")
+    for name in body:
+        if name not in parameters:
+            raise InvalidRequest(f"Unknown parameter: '{name}'.", param=name,
+                                 code="unknown_parameter")
     return body
 
 

@@ -1,12 +1,22 @@
-"""The web process: Daphne's own command line, its event loop uvloop's when installed.
+"""The web process: Daphne's own command line, its event loop uvloop's when installed, and
+its WebSocket message limit the gateway's.
 
 Daphne makes its event loop (and installs Twisted's asyncio reactor on it) as
 `daphne.server` is imported, with asyncio's default loop. This entry point sets uvloop's
-loop policy first, then hands its arguments to Daphne's command line unchanged:
+loop policy first, then hands its arguments to Daphne's command line:
 
     python -m gateway.serve -b 127.0.0.1 -p 8000 gateway.asgi:application
 
-Without uvloop (Windows) it is plain `daphne`. Before Daphne listens, the deployment
+Daphne caps a WebSocket message (and frame) at 1 MiB by default and drops the TCP
+connection past it, with no error and no close frame: a `response.create` the HTTP
+endpoint takes (MAX_REQUEST_BODY_BYTES, 16 MiB) would kill the socket. Unless the
+command line sets them, both caps are twice the gateway's limit: a message over the
+limit but within the cap reaches the consumer, which answers it with its `request_too_large`
+error frame (the socket stays usable); past the cap (a bound on what one socket makes the
+server buffer) the server closes the socket with code 1009 (message too big) instead of
+dropping it.
+
+Without uvloop (Windows) the loop is asyncio's. Before Daphne listens, the deployment
 checks (gateway/checks.py) run: production settings that expose the deployment (no
 ALLOWED_HOSTS, `*`, the development secret key) stop it here with their message.
 """
@@ -14,6 +24,8 @@ import asyncio
 import io
 import os
 import sys
+
+MESSAGE_SIZE_OPTIONS = ("--websocket-max-message-size", "--websocket-max-frame-size")
 
 
 def use_uvloop() -> None:
@@ -23,6 +35,37 @@ def use_uvloop() -> None:
     except ImportError:
         return
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+
+
+def websocket_message_cap() -> int:
+    """Daphne's cap on a WebSocket message: twice the gateway's request body limit."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
+    from django.conf import settings
+
+    return 2 * settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+
+
+def daphne_arguments(arguments: list[str]) -> list[str]:
+    """The command line's arguments, with the WebSocket caps unless they are given."""
+    given = {argument.partition("=")[0] for argument in arguments}
+    extra = []
+    for option in MESSAGE_SIZE_OPTIONS:
+        if option not in given:
+            extra += [option, str(websocket_message_cap())]
+    return extra + arguments
+
+
+def gateway_server_class():
+    """Daphne's Server, closing a socket whose message is over the cap (code 1009) instead
+    of dropping its connection (autobahn's failByDrop, which Daphne leaves on)."""
+    from daphne.server import Server
+
+    class GatewayServer(Server):
+        def listen_success(self, port):
+            self.ws_factory.setProtocolOptions(failByDrop=False)
+            return super().listen_success(port)
+
+    return GatewayServer
 
 
 def refuse_unsafe_settings() -> None:
@@ -46,7 +89,8 @@ def main() -> None:
     refuse_unsafe_settings()
     from daphne.cli import CommandLineInterface
 
-    CommandLineInterface.entrypoint()
+    CommandLineInterface.server_class = gateway_server_class()
+    CommandLineInterface().run(daphne_arguments(sys.argv[1:]))
 
 
 if __name__ == "__main__":

@@ -90,11 +90,39 @@ else:
     DATABASES = {"default": embedded_postgres.database_settings(EMBEDDED_PGDATA)}
 # A pool, not persistent connections: ASGI requests and worker threads come and go.
 DATABASES["default"]["CONN_MAX_AGE"] = 0
+# How long a request waits for the database before it is answered 503 (with Retry-After):
+# for a database thread's result (db_threads.run_db) and for a pooled connection.
+DATABASE_WAIT_SECONDS = env.float("DATABASE_WAIT_SECONDS", default=5.0)
 DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
     "min_size": 2,
     "max_size": env.int("DATABASE_POOL_SIZE", default=20),
-    "timeout": 10,
+    "timeout": DATABASE_WAIT_SECONDS,
 }
+# A database that stops answering (a partition drops packets: nothing is refused) fails a
+# statement in seconds instead of TCP's ~15 minutes of retransmissions, and its dead pooled
+# connections are dropped (docs/configuration.md). libpq parameters; a DATABASE_URL query
+# parameter of the same name wins. None of them applies to a Unix socket (embedded mode).
+DATABASE_CONNECT_TIMEOUT_SECONDS = env.int("DATABASE_CONNECT_TIMEOUT_SECONDS", default=5)
+DATABASE_TCP_TIMEOUT_SECONDS = env.float("DATABASE_TCP_TIMEOUT_SECONDS", default=5.0)
+DATABASE_STATEMENT_TIMEOUT_SECONDS = env.float("DATABASE_STATEMENT_TIMEOUT_SECONDS",
+                                               default=60.0)
+_DATABASE_OPTIONS = DATABASES["default"]["OPTIONS"]
+for _name, _value in {
+        "connect_timeout": DATABASE_CONNECT_TIMEOUT_SECONDS,
+        # unacknowledged data (a statement sent, keepalive probes) this long: connection closed
+        "tcp_user_timeout": int(DATABASE_TCP_TIMEOUT_SECONDS * 1000),
+        # an idle pooled connection is probed after 10 s of silence, every 2 s
+        "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 2,
+        "keepalives_count": 3,
+        # a server that is read-only (a standby after a failover) is not connected to: its
+        # sessions would take reads and fail every write, leaving runs unstored
+        "target_session_attrs": "read-write"}.items():
+    if _value:
+        _DATABASE_OPTIONS.setdefault(_name, _value)
+if DATABASE_STATEMENT_TIMEOUT_SECONDS:
+    _DATABASE_OPTIONS["options"] = (
+        f"{_DATABASE_OPTIONS.get('options', '')} "
+        f"-c statement_timeout={int(DATABASE_STATEMENT_TIMEOUT_SECONDS * 1000)}").strip()
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -116,7 +144,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["responses_app.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["responses_app.api.parsers.JSONWithoutNulParser"],
+    "DEFAULT_PARSER_CLASSES": ["responses_app.api.parsers.JSONBodyParser"],
     "EXCEPTION_HANDLER": "responses_app.errors.drf_exception_handler",
     "DEFAULT_THROTTLE_CLASSES": ["accounting.throttle.RateLimitThrottle"],
     "UNAUTHENTICATED_USER": None,
@@ -156,8 +184,16 @@ UPSTREAM_ROUTES_CACHE_SECONDS = env.float("UPSTREAM_ROUTES_CACHE_SECONDS", defau
 # 429/502/503/504); a Retry-After longer than UPSTREAM_RETRY_MAX_WAIT is not waited for.
 UPSTREAM_MAX_RETRIES = env.int("UPSTREAM_MAX_RETRIES", default=2)
 UPSTREAM_RETRY_MAX_WAIT = env.float("UPSTREAM_RETRY_MAX_WAIT", default=5.0)
-# Open streams to the default upstream per worker process (0: no limit).
+# Open streams to the default upstream across the deployment (0: no limit; upstreams/pool.py).
 UPSTREAM_MAX_CONCURRENCY = env.int("UPSTREAM_MAX_CONCURRENCY", default=0)
+# Replicas of a route (upstreams/pool.py): a replica that failed before its first byte is
+# skipped this long; a chain stays on its replica while that one holds at most
+# UPSTREAM_AFFINITY_MAX_EXCESS calls more than the least loaded replica, and is remembered
+# this long; a worker's slot of a route's limit lapses this long after the worker died.
+UPSTREAM_REPLICA_COOLDOWN_SECONDS = env.float("UPSTREAM_REPLICA_COOLDOWN_SECONDS", default=10.0)
+UPSTREAM_AFFINITY_MAX_EXCESS = env.int("UPSTREAM_AFFINITY_MAX_EXCESS", default=4)
+UPSTREAM_AFFINITY_TTL_SECONDS = env.float("UPSTREAM_AFFINITY_TTL_SECONDS", default=900.0)
+UPSTREAM_LEASE_SECONDS = env.float("UPSTREAM_LEASE_SECONDS", default=30.0)
 # The default upstream's context window (0: unknown) and token counter (estimate,
 # tokenizer with UPSTREAM_TOKENIZER_PATH, vllm or llamacpp): see upstreams/token_counting.py.
 UPSTREAM_CONTEXT_WINDOW = env.int("UPSTREAM_CONTEXT_WINDOW", default=0)

@@ -44,6 +44,13 @@ TIME_TO_FIRST_DELTA = Histogram("gateway_time_to_first_delta_seconds",
                                 buckets=LATENCY_BUCKETS)
 UPSTREAM_ERRORS = Counter("gateway_upstream_errors", "Runs the upstream failed, by error code",
                           ["code"])
+UPSTREAM_AFFINITY = Counter(
+    "gateway_upstream_affinity", "Continuations of a chain on a route of several replicas, by "
+    "outcome: hit (sent to the chain's replica), overloaded, unhealthy, gone (sent elsewhere)",
+    ["route", "outcome"])
+UPSTREAM_FAILOVERS = Counter("gateway_upstream_failovers",
+                             "Replicas that failed a call before its first byte (cooled down)",
+                             ["route"])
 TOOL_CALLS = Counter("gateway_tool_calls", "Tool calls in finished responses, by item type",
                      ["type"])
 HISTORY_REPAIRS = Counter("gateway_history_repairs",

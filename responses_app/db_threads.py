@@ -4,13 +4,19 @@ on a small pool of long-lived threads (their connections go back to the pool aft
 It stands where channels' `database_sync_to_async` would, which runs every ORM call of the
 process on one thread (thread-sensitive): 47-55 vs 72-120 us CPU and 61-209 vs 209-571 us
 wall per hop, one caller (2026-11-27); kept for its parallel threads, under the CPU bar
-(docs/architecture.md's ledger)."""
+(docs/architecture.md's ledger).
+
+A caller waits at most DATABASE_WAIT_SECONDS for the result, then gets a 503 to retry: a
+database that stops answering (a partition) holds the thread until the connection's own
+timeouts fail it (gateway/settings.py), not the client."""
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
 from django.conf import settings
 from django.db import close_old_connections
+
+from .errors import ServiceUnavailable
 
 
 @lru_cache(maxsize=1)
@@ -19,9 +25,16 @@ def _db_threads() -> ThreadPoolExecutor:
 
 
 async def run_db(function, *args):
-    """`function(*args)` on a database thread."""
-    return await asyncio.get_running_loop().run_in_executor(_db_threads(), _with_db, function,
-                                                             *args)
+    """`function(*args)` on a database thread; ServiceUnavailable if it takes longer than
+    DATABASE_WAIT_SECONDS (waiting for a free thread included)."""
+    work = asyncio.get_running_loop().run_in_executor(_db_threads(), _with_db, function, *args)
+    try:
+        async with asyncio.timeout(settings.DATABASE_WAIT_SECONDS):
+            return await work
+    except TimeoutError:
+        raise ServiceUnavailable(
+            f"The database did not answer within {settings.DATABASE_WAIT_SECONDS:g} s; "
+            "retry shortly.") from None
 
 
 def _with_db(function, *args):

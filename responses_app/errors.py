@@ -68,9 +68,19 @@ class BodyTooLarge(APIError):
 
 
 class ServiceUnavailable(APIError):
+    """A backing service unreachable, or the process overloaded: retry (after Retry-After)."""
     status = 503
     type = "server_error"
     code = "service_unavailable"
+
+    def __init__(self, message, **kwargs):
+        super().__init__(message, **kwargs)
+        self.headers.setdefault("Retry-After", str(RETRY_AFTER_SECONDS))
+
+
+# What a 503 asks a client to wait before it retries: about how long the database or Redis
+# takes to be found unreachable (DATABASE_WAIT_SECONDS, DATABASE_TCP_TIMEOUT_SECONDS).
+RETRY_AFTER_SECONDS = 5
 
 
 class ServerError(APIError):
@@ -144,9 +154,11 @@ def _is_backing_service_outage(exc: BaseException) -> bool:
 
     from psycopg import InterfaceError as PgInterfaceError
     from psycopg import OperationalError as PgOperationalError  # the event loops' pools too
+    from psycopg.errors import ReadOnlySqlTransaction  # a read-only (standby) database
 
+    # (OperationalError covers a statement timeout, a full disk and a server shutting down)
     outages = (DbOperationalError, DbInterfaceError, PgOperationalError, PgInterfaceError,
-               BrokerError, RedisConnectionError, RedisTimeoutError)
+               ReadOnlySqlTransaction, BrokerError, RedisConnectionError, RedisTimeoutError)
     while exc is not None:
         if isinstance(exc, outages):
             return True

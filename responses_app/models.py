@@ -76,6 +76,9 @@ class StoredResponse(models.Model):
     # The worker process running it (set by the claim): the watchdog fails runs whose worker
     # stopped sending heartbeats.
     worker_id = models.CharField(max_length=128, null=True, blank=True)
+    # The base URL of the upstream replica that served its (last) upstream call
+    # (upstreams/pool.py): a route of several replicas keeps a chain on one.
+    upstream_replica = models.CharField(max_length=500, null=True, blank=True)
     # The upstream-facing request: instructions, tools, sampling and output options.
     request = models.JSONField()
     # This response's own input items, normalized, each with an id.

@@ -7,7 +7,8 @@ process itself, so the test can reach every host. Segment i's addresses are
 10.(213+i).N.0/24 (N from the test's pid), a range that exists only on these links; a host
 has the same last byte on each. `Host.cut(segment)` takes the host's link to that segment
 down (a partition: it reaches no one there, no one there reaches it), `Host.mend()` brings
-it back.
+it back; `Host.drop(address, port)` silently drops its packets to and from one service
+(its firewall, in its namespace), `Host.undrop()` lets them through again.
 
 `Network.close()` stops every process started on a host (politely, then SIGKILL, then
 whatever is left in its namespace) and deletes every namespace and link, however the test
@@ -76,6 +77,22 @@ class Host:
 
     def mend(self, segment: str) -> None:
         ip("-n", self.network.switch, "link", "set", self.port(segment), "up")
+
+    def drop(self, address: str, port: int) -> None:
+        """Drop every packet between this host and the service at `address:port`, both
+        ways, silently: a partition of that one service (nothing refused, nothing answers;
+        the host's other links stay up)."""
+        for rule in self._drop_rules(address, port):
+            ip("netns", "exec", self.namespace, "iptables", "-A", *rule)
+
+    def undrop(self, address: str, port: int) -> None:
+        for rule in self._drop_rules(address, port):
+            ip("netns", "exec", self.namespace, "iptables", "-D", *rule)
+
+    @staticmethod
+    def _drop_rules(address: str, port: int) -> list[list[str]]:
+        return [["OUTPUT", "-p", "tcp", "-d", address, "--dport", str(port), "-j", "DROP"],
+                ["INPUT", "-p", "tcp", "-s", address, "--sport", str(port), "-j", "DROP"]]
 
     def stop(self) -> None:
         """Stop this host's processes: SIGTERM, SIGKILL after 15 s, then anything left."""

@@ -259,6 +259,17 @@ def test_a_failed_run_shows_its_error(admin_client, alice):
             "The upstream sent nothing for 5 s.</div>") in html
 
 
+def test_the_detail_names_the_upstream_replica_that_served_it(admin_client, alice):
+    served = stored(alice)
+    served.upstream_replica = "http://vllm-2:8000/v1"
+    served.save(update_fields=["upstream_replica"])
+    unknown = stored(alice)  # stored before replicas were recorded
+    assert ('<dd id="upstream-replica">http://vllm-2:8000/v1</dd>'
+            in admin_client.get(detail_url(served.id)).content.decode())
+    assert '<dd id="upstream-replica">–</dd>' in admin_client.get(
+        detail_url(unknown.id)).content.decode()
+
+
 def test_an_unknown_response_is_a_404(admin_client):
     assert admin_client.get(detail_url("resp_missing")).status_code == 404
     assert admin_client.get(f"{LIST}resp_missing/events/").status_code == 404

@@ -82,7 +82,7 @@ def test_the_admin_logs_in_through_the_proxy(proxied):
     with httpx.Client(base_url=root(proxied), timeout=30) as client:
         index = client.get("/admin/", headers={**PROXIED, "Cookie": f"sessionid={session}"})
     assert index.status_code == 200
-    assert "Site administration" in index.text and "proxy-admin" in index.text
+    assert "<title>Dashboard | Responses gateway</title>" in index.text and "proxy-admin" in index.text
 
 
 def test_the_admin_over_plain_http_is_sent_to_https_and_health_checks_are_not(proxied):

@@ -13,10 +13,12 @@ from tests.fake_upstream import FakeUpstream
 from tests.oracles import check_sse_stream, validate_response
 from tests.servers import SPARE_REDIS_DB, free_port
 from tests.upstream_scenarios import HELLO, SCENARIOS
+from tests.websocket_client import checked_turn, open_socket
 
 ENCRYPTION_KEY = Fernet.generate_key().decode()
 SECOND_KEY = "sk-second-upstream-secret"
 TEXT = "".join(HELLO)
+DEAD_REPLICA = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +51,10 @@ def routed(upstream, second_upstream, narrow_upstream, tmp_path_factory):
         deployment.manage("upstream_route", "set", "single", "--model", "fake-slow*",
                           "--base-url", narrow_upstream.base_url, "--max-concurrency", "1",
                           "--connect-timeout", "1")
+        deployment.manage("upstream_route", "set", "pooled", "--model", "pool-*",
+                          "--base-url", second_upstream.base_url,
+                          "--replica-url", narrow_upstream.base_url,
+                          "--replica-url", DEAD_REPLICA, "--max-concurrency", "10")
         deployment.manage("upstream_route", "set", "nowhere", "--model", "nowhere",
                           "--base-url", f"http://127.0.0.1:{free_port()}/v1",
                           "--connect-timeout", "1")
@@ -234,3 +240,60 @@ def test_route_keys_are_stored_encrypted(routed):
     assert rows["narrow"] == rows["single"] == ""
     assert SECOND_KEY not in rows["second"]
     assert Fernet(ENCRYPTION_KEY.encode()).decrypt(rows["second"].encode()).decode() == SECOND_KEY
+
+
+def test_a_chain_stays_on_one_replica_of_its_route_and_each_response_records_it(
+        client, routed, second_upstream, narrow_upstream):
+    """A route of three replicas, one of them down: a four-turn chain is answered by one
+    live replica, every turn (the dead one at most failed over once); each stored response
+    names that replica."""
+    ids, previous = [], None
+    for turn in range(4):
+        body = {"model": "pool-chain", "input": f"turn {turn}"}
+        if previous:
+            body["previous_response_id"] = previous
+        response = client.post("/responses", json=body)
+        assert response.status_code == 200
+        assert response.json()["output"][0]["content"][0]["text"] == TEXT
+        previous = response.json()["id"]
+        ids.append(previous)
+    served = {server.base_url: len(requests_for(server, "pool-chain"))
+              for server in (second_upstream, narrow_upstream)}
+    assert sorted(served.values()) == [0, 4]
+    home = max(served, key=served.get)
+    with psycopg.connect(routed.env["DATABASE_URL"]) as conn:
+        recorded = dict(conn.execute("SELECT id, upstream_replica FROM responses "
+                                     "WHERE id = ANY(%s)", [ids]).fetchall())
+    assert recorded == {response_id: home for response_id in ids}
+
+
+def test_a_websocket_chain_of_unstored_turns_stays_on_one_replica(
+        routed, routed_key, second_upstream, narrow_upstream):
+    previous = None
+    with open_socket(routed, routed_key) as ws:
+        for turn in range(3):
+            frame = {"model": "pool-socket", "store": False, "input": f"turn {turn}"}
+            if previous:
+                frame["previous_response_id"] = previous
+            _, final = checked_turn(ws, **frame)
+            assert final["output"][0]["content"][0]["text"] == TEXT
+            previous = final["id"]
+    assert sorted(len(requests_for(server, "pool-socket"))
+                  for server in (second_upstream, narrow_upstream)) == [0, 3]
+
+
+def test_a_chain_of_item_references_stays_on_one_replica(client, second_upstream,
+                                                         narrow_upstream):
+    """The Vercel AI SDK's chain: no previous_response_id, the earlier answers sent as
+    `item_reference`s: each turn goes to the replica of the answer it references last."""
+    history = []
+    for turn in range(3):
+        response = client.post("/responses", json={"model": "pool-refs", "input": history + [
+            {"role": "user", "content": f"turn {turn}"}]})
+        assert response.status_code == 200
+        output = response.json()["output"]
+        assert output[0]["content"][0]["text"] == TEXT
+        history += [{"role": "user", "content": f"turn {turn}"},
+                    {"type": "item_reference", "id": output[-1]["id"]}]
+    assert sorted(len(requests_for(server, "pool-refs"))
+                  for server in (second_upstream, narrow_upstream)) == [0, 3]

@@ -89,6 +89,9 @@ def test_one_trace_from_the_post_through_the_run_queue_to_the_upstream_and_mcp_c
     chat = {"gen_ai.operation.name": "chat", "gen_ai.system": "openai",
             "gen_ai.provider.name": "openai", "gen_ai.request.model": "fake-tool-caller",
             "server.address": "127.0.0.1", "server.port": upstream_port,
+            # the replica of the route that took the call (upstreams/pool.py): its only one
+            "gateway.upstream.replica": upstream.base_url, "gateway.upstream.affinity": "none",
+            "gateway.upstream.failovers": 0,
             "gen_ai.response.id": "chatcmpl-faketoolcaller",
             "gen_ai.response.model": "fake-tool-caller",
             "gen_ai.usage.input_tokens": 12, "gen_ai.usage.output_tokens": 2}

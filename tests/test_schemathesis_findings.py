@@ -6,7 +6,7 @@ import io
 import pytest
 
 from responses_app.errors import InvalidRequest
-from responses_app.api.parsers import JSONWithoutNulParser
+from responses_app.api.parsers import JSONBodyParser
 
 
 def assert_error(response, status, code):
@@ -61,7 +61,7 @@ def test_an_unknown_route_is_a_json_404_for_every_method(api, method):
 
 
 def test_the_drf_views_parse_json_without_nul_characters():
-    parser = JSONWithoutNulParser()
+    parser = JSONBodyParser()
     assert parser.parse(io.BytesIO(b'{"metadata": {"k": "a \\\\u0000 b"}}')) == {
         "metadata": {"k": "a \\u0000 b"}}
     with pytest.raises(InvalidRequest) as refused:

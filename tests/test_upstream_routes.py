@@ -1,16 +1,15 @@
 """Upstream routes in the database: resolution, the per-process cache, keys encrypted at
 rest and their rotation, the admin's write-only key, the management commands."""
-import asyncio
 import io
 
 import pytest
 from cryptography.fernet import Fernet
 from django.core.checks import run_checks
+from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.test import override_settings
 
 from upstreams import routing
-from upstreams.limits import UpstreamBusy, upstream_slot
 from upstreams.models import UpstreamRoute
 from upstreams.secrets import SecretUnreadable
 
@@ -178,16 +177,32 @@ def test_the_route_command_sets_lists_and_deletes(monkeypatch, capsys):
     assert not UpstreamRoute.objects.exists()
 
 
-def test_a_full_route_makes_the_next_run_wait_then_gives_up():
-    route = routing.Route(name="narrow", base_url="http://x/v1", api_key="",
-                          connect_timeout=1, idle_timeout=1, max_concurrency=1)
+def test_a_route_names_its_replicas_base_url_first_once_each():
+    make_route("pool", "pool-*", replica_urls="http://b.internal:8000/v1/\n\n"
+               "  http://c.internal:8000/v1\nhttp://pool.internal:8000/v1\n"
+               "http://b.internal:8000/v1")
+    make_route("single", "single")
+    assert routing.route_for_model("pool-1").replicas == (
+        "http://pool.internal:8000/v1", "http://b.internal:8000/v1", "http://c.internal:8000/v1")
+    assert routing.route_for_model("single").replicas == ("http://single.internal:8000/v1",)
 
-    async def scenario():
-        async with upstream_slot(route, wait=1):
-            with pytest.raises(UpstreamBusy):
-                async with upstream_slot(route, wait=0.05):
-                    pass
-        async with upstream_slot(route, wait=0.05):  # released: free again
-            return "acquired"
 
-    assert asyncio.run(scenario()) == "acquired"
+def test_a_replica_url_is_validated_like_the_base_url():
+    route = UpstreamRoute(name="pool", model_pattern="pool-*", base_url="http://a:8000/v1",
+                          replica_urls="http://b:8000/v1\nnot a url")
+    with pytest.raises(ValidationError) as raised:
+        route.full_clean()
+    assert raised.value.message_dict == {
+        "replica_urls": ["Enter an http:// or https:// URL, e.g. http://vllm:8000/v1."]}
+
+
+def test_the_command_sets_and_lists_a_routes_replicas(capsys):
+    call_command("upstream_route", "set", "pool", "--model", "pool-*",
+                 "--base-url", "http://a:8000/v1", "--replica-url", "http://b:8000/v1",
+                 "--replica-url", "http://c:8000/v1", "--max-concurrency", "8")
+    assert UpstreamRoute.objects.get(name="pool").replica_urls == (
+        "http://b:8000/v1\nhttp://c:8000/v1")
+    call_command("upstream_route", "list")
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "pool: pool-* -> http://a:8000/v1, http://b:8000/v1, http://c:8000/v1 "
+        "(no key, max concurrency 8)")

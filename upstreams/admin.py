@@ -19,7 +19,7 @@ class UpstreamRouteForm(forms.ModelForm):
 
     class Meta:
         model = UpstreamRoute
-        fields = ["name", "model_pattern", "base_url", "api_key", "clear_api_key",
+        fields = ["name", "model_pattern", "base_url", "replica_urls", "api_key", "clear_api_key",
                   "connect_timeout", "read_timeout", "extra_headers", "max_concurrency",
                   "context_window", "token_counter", "tokenizer_path", "enabled"]
 

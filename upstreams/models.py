@@ -25,6 +25,13 @@ def validate_base_url(value: str) -> None:
         raise ValidationError("Enter an http:// or https:// URL, e.g. http://vllm:8000/v1.")
 
 
+def validate_replica_urls(value: str) -> None:
+    """One http(s) URL per line (blank lines ignored)."""
+    for line in value.splitlines():
+        if line.strip():
+            validate_base_url(line.strip())
+
+
 def validate_extra_headers(value) -> None:
     if not isinstance(value, dict) or not all(
         isinstance(name, str) and HEADER_NAME.match(name) and isinstance(v, str)
@@ -48,6 +55,11 @@ class UpstreamRoute(models.Model):
                   "An exact match wins over a prefix, a longer prefix over a shorter one.")
     base_url = models.CharField(max_length=500, validators=[validate_base_url],
                                 help_text="The Chat Completions server, ending in /v1.")
+    replica_urls = models.TextField(
+        blank=True, default="", validators=[validate_replica_urls],
+        help_text="More base URLs of the same model server (replicas), one per line: calls "
+                  "spread by least in flight, a failed replica is skipped for a cool-down, a "
+                  "conversation stays on its replica (its prefix cache). Empty: base URL only.")
     api_key_encrypted = models.TextField(blank=True, default="", editable=False)
     connect_timeout = models.FloatField(
         null=True, blank=True, help_text="Seconds; empty: UPSTREAM_CONNECT_TIMEOUT.")
@@ -57,7 +69,8 @@ class UpstreamRoute(models.Model):
     extra_headers = models.JSONField(default=dict, blank=True,
                                      validators=[validate_extra_headers])
     max_concurrency = models.PositiveIntegerField(
-        default=0, help_text="Open upstream streams per worker process; 0: no limit.")
+        default=0, help_text="Open upstream streams of this route across the deployment (every "
+                             "worker, every replica); 0: no limit.")
     context_window = models.PositiveIntegerField(
         null=True, blank=True,
         help_text="The model's context window in tokens; empty: read vLLM's max_model_len "
@@ -79,6 +92,16 @@ class UpstreamRoute(models.Model):
 
     def __str__(self):
         return f"{self.name} ({self.model_pattern} → {self.base_url})"
+
+    def replica_url_list(self) -> tuple[str, ...]:
+        """The replicas beyond `base_url`, in order, without duplicates."""
+        base = self.base_url.rstrip("/")
+        urls = []
+        for line in self.replica_urls.splitlines():
+            url = line.strip().rstrip("/")
+            if url and url != base and url not in urls:
+                urls.append(url)
+        return tuple(urls)
 
     def set_api_key(self, plaintext: str) -> None:
         self.api_key_encrypted = secrets.encrypt(plaintext) if plaintext else ""

@@ -37,6 +37,13 @@ class Route:
     # Why this route cannot be used (its key does not decrypt); its requests then fail
     # rather than silently going to another upstream.
     problem: str | None = None
+    # More base URLs of the same model server (replicas): see upstreams/pool.py.
+    more_urls: tuple[str, ...] = ()
+
+    @property
+    def replicas(self) -> tuple[str, ...]:
+        """Every base URL of the route, its `base_url` first."""
+        return (self.base_url, *self.more_urls)
 
     def request_headers(self) -> dict:
         """Authorization and the route's extra headers."""
@@ -139,5 +146,5 @@ def _route_of(row) -> Route:
         headers=tuple(sorted((k.lower(), v) for k, v in (row.extra_headers or {}).items())),
         max_concurrency=row.max_concurrency, pattern=row.model_pattern, problem=problem,
         context_window=row.context_window, token_counter=row.token_counter,
-        tokenizer_path=row.tokenizer_path,
+        tokenizer_path=row.tokenizer_path, more_urls=row.replica_url_list(),
     )

@@ -16,7 +16,6 @@ admitted and validated on the event loop, and its row is written from there
 import logging
 import time
 
-import orjson
 from django.conf import settings
 
 from accounting import ratelimit
@@ -28,13 +27,14 @@ from ..auth import remembered_principal, resolve_api_key
 from ..bus import event_bus
 from ..delivery.cancellation import cancellation
 from ..create.request import parse_create_request
-from ..create.nul import NUL_MESSAGE, contains_nul
 from ..db_threads import run_db
 from ..errors import InvalidRequest, NotFound
+from .parsers import parse_json
 from ..models import TERMINAL_STATUSES, StoredResponse
 
 log = logging.getLogger(__name__)
 
+MAX_SEQUENCE_NUMBER = 2**63 - 1
 # A run that ended this recently may not have published its end yet: follow, don't refuse.
 JUST_ENDED_SECONDS = 10
 
@@ -77,14 +77,7 @@ async def create(authorization: str | None, body: bytes, exchange,
 
 def parse_body(body: bytes):
     """The create request of a JSON body (InvalidRequest if it is not one)."""
-    try:
-        payload = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise InvalidRequest(f"We could not parse the JSON body of your request: {exc}.",
-                             code="invalid_json") from None
-    if b"\\u0000" in body and contains_nul(payload):  # Postgres text cannot hold NUL
-        raise InvalidRequest(NUL_MESSAGE, code="invalid_value")
-    return parse_create_request(payload)
+    return parse_create_request(parse_json(body))
 
 
 def _admits_without_io(authorization) -> bool:
@@ -130,13 +123,15 @@ async def follow(authorization: str | None, response_id: str, after: int, exchan
 
 
 def starting_after(value: str | None) -> int:
-    """The `starting_after` parameter: a sequence number, or -1 (from the start)."""
-    try:
-        after = int(value if value is not None else "-1")
-    except ValueError:
-        after = -2
-    if after < -1:
-        raise InvalidRequest("'starting_after' must be a sequence number (an integer >= 0).",
+    """The `starting_after` parameter: a sequence number, or -1 (from the start). ASCII
+    digits only, and at most MAX_SEQUENCE_NUMBER (a Redis stream id is 64 bits)."""
+    value = "-1" if value is None else value
+    digits = value[1:] if value.startswith("-") else value
+    number = digits.isascii() and digits.isdigit() and len(digits) <= 19  # 2**63 has 19
+    after = int(value) if number else -2
+    if not -1 <= after <= MAX_SEQUENCE_NUMBER:
+        raise InvalidRequest(f"'starting_after' must be a sequence number (an integer from 0 "
+                             f"to {MAX_SEQUENCE_NUMBER}).",
                              param="starting_after", code="invalid_value")
     return after
 

@@ -8,7 +8,8 @@ one stream (`stream_id`, or the default) run one after another, in the order the
 arrived (FIFO), streams side by side (socket_lanes.py); frames waiting are bounded
 (WEBSOCKET_MAX_QUEUED a stream, WEBSOCKET_MAX_STREAMS streams). Bad frames get an `error`
 frame and the socket stays usable; an unknown or revoked key and an exhausted quota close
-it after the error frame (close codes 4401 and 4429). A socket lives at most
+it after the error frame (close codes 4401 and 4429), the database unreachable when the
+handshake's key is looked up with 4503. A socket lives at most
 WEBSOCKET_MAX_AGE_SECONDS (then `websocket_connection_limit_reached`) and is closed after
 WEBSOCKET_IDLE_SECONDS without a frame or a running response; Daphne pings it meanwhile
 (its --ping-interval). A socket that closes stops its running `store: false` responses
@@ -18,7 +19,6 @@ closes its sockets with 4503 first (socket_shutdown.py).
 import asyncio
 import logging
 
-import orjson
 from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.consumer import get_handler_name
 from django.conf import settings
@@ -29,6 +29,7 @@ from ..auth import resolve_api_key
 from ..db_threads import run_db
 from ..errors import APIError, AuthenticationError, BodyTooLarge, InvalidRequest
 from . import framing, socket_shutdown
+from .parsers import parse_json
 from .socket_lanes import Lane, steered_lane
 from .socket_state import SocketState
 from .socket_steer import SteerEvents, SteerRefused, accept, check_steer
@@ -60,9 +61,10 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         await self.accept()
         try:
             principal = await run_db(resolve_api_key, self.authorization)
-        except APIError as exc:
+        except APIError as exc:  # a bad key (4401), or the database unreachable (4503)
             await self.send_error(exc)
-            await self.end(BAD_KEY)
+            await self.end(BAD_KEY if isinstance(exc, AuthenticationError)
+                           else 4000 + exc.status)
             return
         self.state = SocketState(principal.tenant.id)
         socket_shutdown.OPEN.add(self)
@@ -101,13 +103,9 @@ class ResponsesSocket(AsyncWebsocketConsumer):
 
     def _frame(self, data) -> dict:
         """A client event: a `response.create` frame as a dict, or an APIError."""
-        if len(data) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+        if _size(data) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
             raise BodyTooLarge("The event is larger than this server accepts.")
-        try:
-            frame = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise InvalidRequest(f"We could not parse the JSON of your event: {exc}.",
-                                 code="invalid_json") from None
+        frame = parse_json(data, "of your event")
         if not isinstance(frame, dict):
             raise InvalidRequest("An event must be a JSON object.", code="invalid_type")
         kind = frame.get("type")
@@ -214,3 +212,12 @@ def websocket_application():
         return await refuse_websocket(scope, receive, send)
 
     return application
+
+
+def _size(data: str | bytes) -> int:
+    """A message's size in bytes, as the HTTP body limit counts it (a text frame's UTF-8
+    takes 1 to 4 bytes a character: encoded only when that decides)."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    if isinstance(data, bytes) or len(data) > limit or 4 * len(data) <= limit:
+        return len(data)
+    return len(data.encode("utf-8", "surrogatepass"))

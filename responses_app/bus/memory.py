@@ -69,6 +69,8 @@ class MemoryEventBus:
             log = self._logs.setdefault(response_id, _Log())
             log.subscribers.add(subscription)
             backlog = list(log.entries)
+        if not (backlog and backlog[-1].end):  # past the last event so far: from it (as
+            subscription.cursor = min(after, backlog[-1].last if backlog else -1)  # Redis)
         for entry in backlog:
             subscription.deliver(entry)
         return subscription

@@ -61,6 +61,10 @@ class ReadHub:
         key = stream_key(response_id)
         subscription = Subscription(response_id, after, on_close=self._unsubscribe)
         subscription.key = key
+        if after >= 0:
+            await self._check_cursor(subscription)
+            if subscription.ended:
+                return subscription
         self.subscribers.setdefault(key, set()).add(subscription)
         if len(self.first_reads) < FIRST_READS:
             # the shared read leaves the stream to its first read until that one is done
@@ -69,6 +73,20 @@ class ReadHub:
         else:
             await self._read_shared()
         return subscription
+
+    async def _check_cursor(self, subscription: Subscription) -> None:
+        """A cursor no read from it would serve (XREAD is exclusive): at or past the end
+        of a finished stream (or of one that ended in an error, whose entry sorts first),
+        the end is delivered now, so that the reader ends at once; past the last event of
+        a running stream (no client saw those events), it is moved back to that event, so
+        that the reader gets what comes next and the end."""
+        top = await self.client.xrevrange(subscription.key, count=1)
+        entry = decode(*top[0]) if top else None
+        if entry is not None and entry.end:
+            if entry.error is not None or entry.last <= subscription.cursor:
+                subscription.deliver(entry)
+        else:
+            subscription.cursor = min(subscription.cursor, -1 if entry is None else entry.last)
 
     async def aclose(self) -> None:
         """Stop reading and close the connections."""

@@ -26,6 +26,8 @@ class Subscription:
         """Called on the subscriber's loop: queue what this reader has not seen yet."""
         trimmed = entry.after(self.cursor)
         if trimmed is None:
+            if entry.end and not self.ended:  # the log ended at or before the cursor:
+                self.put(Entry(self.cursor + 1, self.cursor, b"", end=True))  # nothing left
             return
         if trimmed.error is None:
             self.cursor = trimmed.last

@@ -5,7 +5,7 @@ A custom tool is `{"type": "custom", "name", "description", "format"}`, `format`
 `{"type": "text"}` or `{"type": "grammar", "syntax": "lark" | "regex", "definition"}`
 (the OpenAI SDK's CustomTool). How it reaches the upstream is translation.custom_tools'.
 """
-from .fields import required_string
+from .fields import required_name, required_string
 from ..errors import InvalidRequest
 from ..ids import new_id
 
@@ -30,7 +30,7 @@ CUSTOM_TOOL_SCHEMA = {
 
 def custom_tool(tool: dict, param: str) -> dict:
     """A custom tool as stored and echoed: name, description and format (text by default)."""
-    name = required_string(tool, "name", param)
+    name = required_name(tool, "name", param)
     description = tool.get("description")
     if description is not None and not isinstance(description, str):
         raise InvalidRequest(f"'{param}.description' must be a string.",

@@ -55,6 +55,16 @@ def required_string(obj: dict, name: str, param: str) -> str:
     return value
 
 
+def required_name(obj: dict, name: str, param: str) -> str:
+    """`obj[name]`, a non-empty string: a tool's name (OpenAI's 400 `empty_string`)."""
+    value = required_string(obj, name, param)
+    if not value:
+        raise InvalidRequest(f"Invalid '{param}.{name}': empty string. Expected a string with "
+                             "minimum length 1, but got an empty string instead.",
+                             param=f"{param}.{name}", code="empty_string")
+    return value
+
+
 @dataclass(frozen=True)
 class Boolean:
     def parse(self, value, param):

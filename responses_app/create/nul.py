@@ -7,13 +7,19 @@ REPLACEMENT = "\ufffd"
 
 
 def contains_nul(value) -> bool:
-    """True if a NUL character is in any string (or key) of a parsed JSON value."""
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(contains_nul(k) or contains_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(contains_nul(v) for v in value)
+    """True if a NUL character is in any string (or key) of a parsed JSON value (walked
+    with an explicit stack: no recursion on how deep the value nests)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
     return False
 
 

@@ -9,7 +9,7 @@ from hosted_tools.catalog import HOSTED_TYPES
 from hosted_tools.request_spec import check_hosted_tool_count, hosted_tool
 from mcp_tools.request_spec import check_mcp_tool_count, mcp_tool
 
-from .fields import Custom, nullable, ref, required_string, type_error
+from .fields import Custom, nullable, ref, required_name, type_error
 from .custom_tool_items import custom_tool
 from ..errors import InvalidRequest
 from .input_items import normalize_input
@@ -82,7 +82,7 @@ def _tools(value, param) -> tuple[list[dict], dict, list[str]]:
 
 
 def _namespace_tool(tool, param) -> dict:
-    name = required_string(tool, "name", param)
+    name = required_name(tool, "name", param)
     inner = tool.get("tools")
     if not isinstance(inner, list):
         raise InvalidRequest(f"'{param}.tools' must be a list.", param=f"{param}.tools",
@@ -100,7 +100,7 @@ def _function_tool(tool, param) -> dict:
         raise InvalidRequest(f"'{param}.parameters' must be an object.",
                              param=f"{param}.parameters", code="invalid_type")
     strict = tool.get("strict")
-    return {"type": "function", "name": required_string(tool, "name", param),
+    return {"type": "function", "name": required_name(tool, "name", param),
             "description": tool.get("description"), "parameters": parameters,
             "strict": True if strict is None else bool(strict)}
 

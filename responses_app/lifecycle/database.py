@@ -15,7 +15,6 @@ import asyncio
 from django.conf import settings
 from django.db import connection
 
-POOL_TIMEOUT_SECONDS = 10.0  # as Django's pool (gateway/settings.py)
 # OPTIONS of Django's Postgres backend that are not libpq connection parameters.
 DJANGO_ONLY_OPTIONS = {"pool", "server_side_binding", "isolation_level", "assume_role",
                        "cursor_factory", "context", "prepare_threshold"}
@@ -41,7 +40,7 @@ async def _pool(durable: bool):
         conninfo = _conninfo() if durable else _conninfo("-c synchronous_commit=off")
         pool = _pools[key] = AsyncConnectionPool(
             conninfo, min_size=1, max_size=settings.DATABASE_LOOP_POOL_SIZE,
-            timeout=POOL_TIMEOUT_SECONDS,
+            timeout=settings.DATABASE_WAIT_SECONDS,  # as Django's pool (gateway/settings.py)
             open=False, name="loop-rows" if durable else "loop-rows-async-commit", kwargs={
                 "autocommit": True, "prepare_threshold": _prepare_threshold()})
     if pool.closed:

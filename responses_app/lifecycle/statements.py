@@ -62,7 +62,8 @@ STORE_RESULT_SQL = f"""
 UPDATE {TABLE} SET status = %(status)s, resource = %(resource)s,
                    input_tokens = %(row_input_tokens)s, output_tokens = %(row_output_tokens)s,
                    completed_at = %(completed_at)s, error_code = %(error_code)s,
-                   first_delta_at = %(first_delta_at)s
+                   first_delta_at = %(first_delta_at)s,
+                   upstream_replica = %(upstream_replica)s
 WHERE {OWNED}
 """
 # The same conditional write (an UPDATE, or for store=false a DELETE) and the
@@ -130,10 +131,10 @@ def claim_by_insert_params(job: Job, worker: str) -> list:
                                                                   ResponseStatus.QUEUED.value]
 
 
-def result_params(response_id: str, resource: dict,
-                  first_delta_at: datetime | None = None) -> dict:
+def result_params(response_id: str, resource: dict, first_delta_at: datetime | None = None,
+                  replica: str | None = None) -> dict:
     """STORE_RESULT_SQL's parameters (`first_delta_at`: when the run published its first
-    delta, None if it published none)."""
+    delta, None if it published none; `replica`: the upstream replica that served it)."""
     usage = resource.get("usage") or {}
     error = resource.get("error") or {}
     return {"status": resource["status"], "resource": json_text(resource),
@@ -143,12 +144,13 @@ def result_params(response_id: str, resource: dict,
             "error_code": error.get("code"),
             "first_delta_at": connection.ops.adapt_datetimefield_value(first_delta_at),
             "id": response_id,
-            "owned_status": ResponseStatus.IN_PROGRESS.value}
+            "owned_status": ResponseStatus.IN_PROGRESS.value, "upstream_replica": replica}
 
 
 def result_with_usage_params(job: Job, resource: dict,
                              first_delta_at: datetime | None = None) -> dict:
     """STORE_WITH_USAGE_SQL's (and FORGET_WITH_USAGE_SQL's) parameters."""
-    return {**result_params(job.id, resource, first_delta_at),
+    return {**result_params(job.id, resource, first_delta_at,
+                            getattr(job, "upstream_replica", None)),
             "api_key_id": job.context.get("api_key_id"),
             **token_counts(resource)}

@@ -94,7 +94,9 @@ def _store_in_transaction(job: Job, resource: dict, first_delta_at: datetime | N
         if job.store:
             with connection.cursor() as cursor:
                 cursor.execute(statements.STORE_RESULT_SQL,
-                               statements.result_params(job.id, resource, first_delta_at))
+                               statements.result_params(
+                                   job.id, resource, first_delta_at,
+                                   getattr(job, "upstream_replica", None)))
                 won = cursor.rowcount == 1
         else:
             won = bool(StoredResponse.objects.filter(

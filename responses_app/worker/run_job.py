@@ -18,6 +18,7 @@ class RunJob(Job):
     # What a run of several upstream turns (MCP tools) rebuilds its chat requests from.
     items: list = field(default_factory=list)  # the history's items, then the input items
     input_count: int = 0
+    upstream_replica: str | None = None  # the replica that served its last upstream call
 
     @property
     def response_id(self) -> str:

@@ -45,7 +45,8 @@ class ObservedRun:
         self.line = {"response_id": self.job.id, "status": status, "model": self.job.model,
                      "duration_ms": round(duration * 1000, 1),
                      "input_tokens": usage.get("input_tokens"),
-                     "output_tokens": usage.get("output_tokens")}
+                     "output_tokens": usage.get("output_tokens"),
+                     "upstream_replica": getattr(self.job, "upstream_replica", None)}
 
     def log(self) -> None:
         """Write the run's log line, once, if it ended (`ended()`)."""

@@ -18,6 +18,8 @@ from django.conf import settings
 from hosted_tools.loop import HostedTools
 from mcp_tools.run_plan import McpRunPlan
 from mcp_tools.runner import McpToolLoop
+from upstreams import pool
+from upstreams.replicas import Placement, item_keys
 from upstreams.retry_policy import RetryPolicy
 
 from ..bus import StreamFenced, event_bus
@@ -70,6 +72,9 @@ class Streaming:
             seal_reasoning=seal if "reasoning.encrypted_content" in job.include else None,
         ))
         self.stamper = EventStamper()
+        self.placement = Placement.for_run(job.id, job.previous_response_id, job.conversation_id,
+                                           [item["id"] for item in job.input_items
+                                            if item.get("id")])
         self.first_delta_at: float | None = None  # time.monotonic() of the first delta
         self.first_delta_clock: datetime | None = None  # its wall-clock time (stored)
         self.stopped: str | None = None  # "unclaimed" or "cancelled"
@@ -90,7 +95,9 @@ class Streaming:
                                                lambda: self._stop("cancelled", running))
         try:
             await running
-            return Ending("finished", self.translator.finish())
+            closing = self.translator.finish()
+            self._remember_output_items()
+            return Ending("finished", closing)
         except asyncio.CancelledError:
             if self.stopped is None:
                 raise
@@ -170,8 +177,10 @@ class Streaming:
         go first, once the upstream accepted, unless they were sent already)."""
         with chat_span(self.route.base_url, body) as observer:
             async with open_chat_stream(self.route, body, settings.STREAM_BATCH_MS / 1000,
-                                        _retry_policy()) as batches:
+                                        _retry_policy(), self.placement) as batches:
+                self.job.upstream_replica = self.placement.replica
                 if observer is not None:
+                    observer.placed(self.placement)
                     batches = observer.batches(batches)
                 await self._translated(batches)
 
@@ -202,6 +211,16 @@ class Streaming:
         await self.emit(events[:first + 1], urgent=False, soon=True)
         await asyncio.sleep(0)  # the flusher takes it alone, and writes it (redis_codec)
         await self.emit(events[first + 1:], urgent=False, soon=True)
+
+
+    def _remember_output_items(self) -> None:
+        """A stored response's last output item may be referenced by a later request
+        (`item_reference`, without `previous_response_id`: the Vercel AI SDK): that
+        chain's replica is this one."""
+        if self.job.store and self.placement.replica:
+            ids = [item["id"] for item in self.job.resource.get("output") or ()
+                   if item.get("id")]
+            pool.remember_soon(self.route, item_keys(ids[-1:]), self.placement.replica)
 
 
 def _first_delta(events: list) -> int | None:

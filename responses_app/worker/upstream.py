@@ -13,11 +13,14 @@ the default trust store (`SSL_CERT_FILE` names another).
 """
 import asyncio
 import logging
+import math
 from contextlib import asynccontextmanager
 
 import orjson
 
-from upstreams.limits import UpstreamBusy, upstream_slot
+from upstreams import pool
+from upstreams.pool import UpstreamBusy
+from upstreams.replicas import Placement
 from upstreams.retry_policy import RetryPolicy, delay_before_retry
 from upstreams.routing import Route
 
@@ -37,6 +40,11 @@ class UpstreamRejected(APIError):
 
     status = 502
     type = "server_error"
+    # What the retry policy reads: the upstream's HTTP status and Retry-After, if it
+    # answered; whether the replica failed (no connection, a 5xx: it is cooled down).
+    upstream_status: int | None = None
+    upstream_retry_after: str | None = None
+    replica_failed = False
 
 
 class UpstreamStreamFailed(Exception):
@@ -64,52 +72,98 @@ async def close_loop_client() -> None:
 
 @asynccontextmanager
 async def open_chat_stream(target: Route, body: dict, read_interval: float = 0.0,
-                           retry: RetryPolicy = NO_RETRY):
-    """POST the chat request and yield an async iterator of decoded chunks, a list per read."""
+                           retry: RetryPolicy = NO_RETRY, placement: Placement | None = None):
+    """POST the chat request and yield an async iterator of decoded chunks, a list per read.
+
+    The replica is upstreams.pool's choice (`placement`: the call's chain, told the replica
+    chosen); one that fails before its first byte (no connection, a 5xx) is cooled down and
+    the call sent to another at once, before the retry policy's waits."""
     if target.problem:
         raise UpstreamRejected(target.problem, code="upstream_misconfigured")
     headers = {"content-type": "application/json", "accept": "text/event-stream",
                "accept-encoding": "identity", **target.request_headers()}
     try:
         # waiting for a slot counts as connecting: the client is waiting for its first event
-        async with upstream_slot(target, wait=target.connect_timeout):
-            response = await _post_until_answered(target, orjson.dumps(body), headers, retry)
-            try:
-                yield _chunk_batches(response, read_interval)
-            finally:
-                response.release()
+        response, lease = await _post_until_answered(
+            target, orjson.dumps(body), headers, retry, placement or Placement())
     except UpstreamBusy as busy:
         raise UpstreamRejected(str(busy), status=503, code="upstream_busy",
                                headers={"Retry-After": "1"}) from None
+    try:
+        yield _chunk_batches(response, read_interval)
+    finally:
+        response.release()
+        await pool.release(lease)
 
 
-async def _post_until_answered(target: Route, data: bytes, headers: dict,
-                               retry: RetryPolicy) -> StreamedResponse:
-    """The upstream's successful response, after retries allowed before its first byte."""
+async def _post_until_answered(target: Route, data: bytes, headers: dict, retry: RetryPolicy,
+                               placement: Placement) -> tuple[StreamedResponse, pool.Lease]:
+    """The upstream's successful response and its replica's lease, after the failovers and
+    retries allowed before its first byte."""
     retries_made = 0
+    tried: list[str] = []  # replicas that failed this attempt (cooled down)
+    failure = None
     while True:
-        status = retry_after = None
-        try:
-            response = await http_client().post(
-                f"{target.base_url}/chat/completions", data, headers,
-                connect_timeout=target.connect_timeout, idle_timeout=target.idle_timeout)
-        except ConnectFailed as exc:  # no response byte: safe to send again
-            failure = _connection_failure(exc)
-        except (asyncio.TimeoutError, ConnectionError) as exc:
-            raise _connection_failure(exc) from exc  # it may be generating: not sent twice
+        lease = await pool.take_replica(target, placement, tried, wait=target.connect_timeout)
+        if lease is None:  # every replica left is cooling down
+            failure = failure or _none_healthy(target, placement.retry_after)
         else:
-            if response.status < 400:
-                return response
-            status, retry_after = response.status, response.headers.get("retry-after")
-            content = await _read_error_body(response)
-            response.release()
-            failure = rejected_from_response(status, response.headers, content)
-        delay = delay_before_retry(retry, retries_made, status=status, retry_after=retry_after)
+            try:
+                response, failure = await _attempt(target, lease, data, headers)
+            except BaseException:  # cancelled, or a failure that is not retried
+                pool.release_soon(lease)
+                raise
+            if response is not None:
+                pool.answered(target, placement)
+                return response, lease
+            await pool.release(lease)
+            if failure.replica_failed and len(target.replicas) > 1:
+                await pool.cool_down(target, lease.url)
+                tried.append(lease.url)
+                placement.failovers += 1
+                if len(tried) < len(target.replicas):
+                    log.info("upstream %s: replica %s failed (%s); trying another",
+                             target.name, lease.url, failure)
+                    continue
+        delay = delay_before_retry(retry, retries_made, status=failure.upstream_status,
+                                   retry_after=failure.upstream_retry_after)
         if delay is None:
             raise failure
         retries_made += 1
+        tried = []
         log.info("upstream %s: %s; retry %d in %.2fs", target.name, failure, retries_made, delay)
         await asyncio.sleep(delay)
+
+
+async def _attempt(target: Route, lease: pool.Lease, data: bytes,
+                   headers: dict) -> tuple[StreamedResponse | None, "UpstreamRejected | None"]:
+    """One POST to the lease's replica: (the response, None) or (None, the failure)."""
+    try:
+        response = await http_client().post(
+            f"{lease.url}/chat/completions", data, headers,
+            connect_timeout=target.connect_timeout, idle_timeout=target.idle_timeout)
+    except ConnectFailed as exc:  # no response byte: safe to send again
+        failure = _connection_failure(exc)
+        failure.replica_failed = True
+        return None, failure
+    except (asyncio.TimeoutError, ConnectionError) as exc:
+        raise _connection_failure(exc) from exc  # it may be generating: not sent twice
+    if response.status < 400:
+        return response, None
+    content = await _read_error_body(response)
+    response.release()
+    failure = rejected_from_response(response.status, response.headers, content)
+    failure.upstream_status = response.status
+    failure.upstream_retry_after = response.headers.get("retry-after")
+    failure.replica_failed = response.status >= 500
+    return None, failure
+
+
+def _none_healthy(target: Route, retry_after: float) -> "UpstreamRejected":
+    seconds = max(1, math.ceil(retry_after))
+    return UpstreamRejected(
+        f"Every replica of the upstream '{target.name}' failed recently; retry in {seconds} s.",
+        status=503, code="upstream_unavailable", headers={"Retry-After": str(seconds)})
 
 
 def _connection_failure(exc: Exception) -> "UpstreamRejected":

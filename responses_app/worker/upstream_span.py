@@ -52,6 +52,17 @@ class ChatObserver:
         self.identified = False
         self.finish_reasons: list[str] = []
 
+    def placed(self, placement) -> None:
+        """The replica that took the call (upstreams.pool), and its chain's affinity."""
+        self.span.set_attribute("gateway.upstream.replica", placement.replica or "")
+        self.span.set_attribute("gateway.upstream.affinity", placement.outcome)
+        self.span.set_attribute("gateway.upstream.failovers", placement.failovers)
+        url = urlsplit(placement.replica or "")
+        if url.hostname:
+            self.span.set_attribute("server.address", url.hostname)
+            self.span.set_attribute("server.port",
+                                    url.port or (443 if url.scheme == "https" else 80))
+
     async def batches(self, batches):
         """The upstream's chunk batches, unchanged, observed on the way."""
         async for chunks in batches:

@@ -19,6 +19,9 @@ class Command(BaseCommand):
         setter.add_argument("--model", required=True, dest="model_pattern",
                             help="a model name, or a prefix ending in '*'")
         setter.add_argument("--base-url", required=True)
+        setter.add_argument("--replica-url", action="append", default=[], dest="replica_urls",
+                            metavar="URL", help="another base URL of the same model server "
+                            "(a replica; repeatable)")
         setter.add_argument("--api-key-env", help="environment variable holding the API key")
         setter.add_argument("--connect-timeout", type=float)
         setter.add_argument("--read-timeout", type=float)
@@ -42,6 +45,7 @@ class Command(BaseCommand):
         for field in ("model_pattern", "base_url", "connect_timeout", "read_timeout",
                       "max_concurrency", "context_window", "token_counter", "tokenizer_path"):
             setattr(route, field, options[field])
+        route.replica_urls = "\n".join(options["replica_urls"])
         route.extra_headers = dict(_header(h) for h in header)
         route.enabled = not disabled
         if api_key_env:
@@ -65,7 +69,8 @@ class Command(BaseCommand):
         for route in UpstreamRoute.objects.all():
             key = "key set" if route.api_key_encrypted else "no key"
             state = "" if route.enabled else ", disabled"
-            self.stdout.write(f"{route.name}: {route.model_pattern} -> {route.base_url} "
+            replicas = "".join(f", {url}" for url in route.replica_url_list())
+            self.stdout.write(f"{route.name}: {route.model_pattern} -> {route.base_url}{replicas} "
                               f"({key}, max concurrency {route.max_concurrency or 'unlimited'}"
                               f"{state})")
 

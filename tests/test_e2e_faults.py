@@ -1,0 +1,179 @@
+"""Faults on the real processes over a real network (tests/netns.py, tests/hosts_cluster.py),
+one cluster for the whole matrix; for each, the client's outcome and that nothing stored
+is lost or generated twice:
+
+- Postgres silently unreachable from a web host (packets dropped, Redis still reachable),
+  every API key looked up (API_KEY_CACHE_SECONDS=0): a 503 JSON with Retry-After instead
+  of a hang (a WebSocket: its error frame, then close code 4503), readiness red, the other
+  web host serving; the link back, it serves again;
+- Postgres silently unreachable from every worker host: a background response stays
+  queued, its claims fail and give the run back instead of hanging; the link back, it is
+  generated once and completes;
+- the database turned read-only (a standby, a full disk's protection): a 503, nothing
+  stored (background creates, whose row the web writes); writable again, served;
+- the upstream accepting the connection and never answering: the (background) response
+  fails with `request_timeout`, stored once.
+
+The workers' cut comes last: a worker's heartbeat shares its thread with its watchdog
+round, whose statements wait for the database up to DATABASE_TCP_TIMEOUT_SECONDS, longer
+than this cluster's 2 s heartbeat TTL, so other hosts may take the worker for dead just
+after (with the defaults, 5 s against a 15 s TTL, they do not).
+
+Needs root (network namespaces): skipped without, failed instead under CI=true.
+"""
+import json
+import os
+
+import httpx
+import psycopg
+import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
+
+from tests.hosts_cluster import POSTGRES_PORT, WEB_PORT, Cluster
+from tests.netns import Network, namespaces_available
+from tests.test_e2e_durable import wait_for
+
+WAIT_SECONDS = 3  # DATABASE_WAIT_SECONDS and DATABASE_TCP_TIMEOUT_SECONDS of the cluster
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    why = namespaces_available()
+    if why is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(why)
+        pytest.skip(why)
+    with Network(("front", "back")) as network:
+        yield Cluster(network, tmp_path_factory.mktemp("faults")).start({
+            **os.environ, "API_KEY_CACHE_SECONDS": "0",
+            "DATABASE_WAIT_SECONDS": str(WAIT_SECONDS),
+            "DATABASE_TCP_TIMEOUT_SECONDS": str(WAIT_SECONDS),
+            "DATABASE_CONNECT_TIMEOUT_SECONDS": str(WAIT_SECONDS)})
+
+
+def rows_with_input(cluster, marker: str) -> list[tuple[str, str]]:
+    """(id, status) of the stored responses whose input holds `marker`."""
+    with cluster.database() as database:
+        return database.execute(
+            "SELECT id, status FROM responses WHERE input_items::text LIKE %s ORDER BY id",
+            [f"%{marker}%"]).fetchall()
+
+
+def upstream_count(cluster, marker: str) -> int:
+    return sum(1 for request in cluster.upstream_requests() if marker in str(request["body"]))
+
+
+def readiness(web) -> tuple[int, dict]:
+    answer = httpx.get(f"http://{web.address('front')}:{WEB_PORT}/readyz", timeout=30)
+    return answer.status_code, answer.json()["checks"]["database"]
+
+
+def socket_refused(cluster, web) -> tuple[dict, int]:
+    """A WebSocket's error frame and close code, for a socket refused at once."""
+    with connect(f"ws://{web.address('front')}:{WEB_PORT}/v1/responses", open_timeout=10,
+                 additional_headers={"Authorization": f"Bearer {cluster.api_key}"}) as ws:
+        frame = json.loads(ws.recv(30))
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(30)
+    return frame, closed.value.rcvd.code
+
+
+def test_a_web_host_cut_silently_from_postgres_answers_503_and_recovers(cluster):
+    web, other = cluster.webs
+    database = cluster.data.address("back")
+    with cluster.client(web) as client:
+        assert client.post("/responses", json={"model": "fake-text",
+                                               "input": "warm up"}).status_code == 200
+        web.drop(database, POSTGRES_PORT)
+        try:
+            refused = client.post("/responses", json={"model": "fake-text",
+                                                      "input": "during the cut"})
+            assert refused.status_code == 503
+            assert refused.headers["retry-after"] == "5"
+            assert refused.json()["error"]["code"] == "service_unavailable"
+            assert refused.json()["error"]["type"] == "server_error"
+            status, check = readiness(web)
+            assert (status, check["ok"]) == (503, False)
+            frame, close_code = socket_refused(cluster, web)
+            assert (frame["status"], frame["error"]["code"], close_code) == (
+                503, "service_unavailable", 4503)
+            with cluster.client(other) as elsewhere:  # the other web host is not cut
+                served = elsewhere.post("/responses", json={"model": "fake-text",
+                                                            "input": "on the other host"})
+                assert served.json()["status"] == "completed"
+        finally:
+            web.undrop(database, POSTGRES_PORT)
+        wait_for(lambda: readiness(web)[0] == 200, "the web host's readiness", timeout=60)
+        again = client.post("/responses", json={"model": "fake-text", "input": "after the cut"})
+        assert again.json()["status"] == "completed"
+    assert rows_with_input(cluster, "during the cut") == []
+    assert upstream_count(cluster, "during the cut") == 0
+    for marker in ("on the other host", "after the cut"):
+        assert [status for _, status in rows_with_input(cluster, marker)] == ["completed"]
+        assert upstream_count(cluster, marker) == 1
+    assert "Traceback" not in cluster.log(web)
+
+
+def test_an_upstream_that_accepts_and_never_answers_fails_the_response_once(cluster):
+    with cluster.client(cluster.webs[0]) as client:
+        created = client.post("/responses", json={
+            "model": "fake-slow-600000", "input": "never answered", "background": True}).json()
+        final = wait_for(lambda: (lambda r: r if r["status"] != "queued" and r["status"]
+                                  != "in_progress" else None)(
+            client.get(f"/responses/{created['id']}").json()),
+            "the run to fail (UPSTREAM_TIMEOUT 10 s)", timeout=60)
+    assert (final["status"], final["error"]["code"]) == ("failed", "request_timeout")
+    assert rows_with_input(cluster, "never answered") == [(created["id"], "failed")]
+    assert upstream_count(cluster, "never answered") == 1
+
+
+def test_a_read_only_database_answers_503_and_stores_nothing(cluster):
+    def sessions_read_only(on: bool) -> None:
+        """Every session's next transaction read-only (a reload reaches open sessions)."""
+        admin = cluster.database_url.rsplit("/", 1)[0] + "/postgres"
+        with psycopg.connect(admin, autocommit=True) as database:
+            database.execute("SET default_transaction_read_only = off")
+            database.execute("ALTER SYSTEM SET default_transaction_read_only = on" if on
+                             else "ALTER SYSTEM RESET default_transaction_read_only")
+            database.execute("SELECT pg_reload_conf()")
+
+    with cluster.client(cluster.webs[0]) as client:
+        sessions_read_only(True)
+        try:
+            # background: the web writes the row itself (a foreground run may carry its row
+            # to the worker, which retries its claim until the database takes it)
+            answers = [client.post("/responses", json={"model": "fake-text", "background": True,
+                                                       "input": f"read-only {n}"})
+                       for n in range(3)]
+        finally:
+            sessions_read_only(False)
+        assert [(a.status_code, a.json()["error"]["code"], a.headers["retry-after"])
+                for a in answers] == [(503, "service_unavailable", "5")] * 3
+        wait_for(lambda: client.post("/responses", json={
+            "model": "fake-text", "input": "writable again"}).status_code == 200,
+            "the web host to serve again", timeout=30)
+    assert rows_with_input(cluster, "read-only") == []
+    assert [status for _, status in rows_with_input(cluster, "writable again")] == [
+        "completed"]
+
+
+def test_workers_cut_silently_from_postgres_run_the_response_once_it_is_back(cluster):
+    database = cluster.data.address("back")
+    with cluster.client(cluster.webs[0]) as client:
+        for worker in cluster.workers:
+            worker.drop(database, POSTGRES_PORT)
+        try:
+            created = client.post("/responses", json={
+                "model": "fake-text", "input": "workers cut", "background": True}).json()
+            assert created["status"] == "queued"
+            wait_for(lambda: "crashed" in "".join(cluster.log(w) for w in cluster.workers),
+                     "a worker's claim to fail (and give the run back)", timeout=60)
+            assert client.get(f"/responses/{created['id']}").json()["status"] == "queued"
+        finally:
+            for worker in cluster.workers:
+                worker.undrop(database, POSTGRES_PORT)
+        wait_for(lambda: client.get(f"/responses/{created['id']}").json()["status"]
+                 == "completed", "the response to complete", timeout=60)
+    assert rows_with_input(cluster, "workers cut") == [(created["id"], "completed")]
+    assert upstream_count(cluster, "workers cut") == 1
