@@ -10,18 +10,15 @@ import os
 import time
 from functools import partial
 
-import orjson
-
 from accounting import ratelimit
 from observability.request_context import bind_request_id
-from responses_app.api.stream_views import _body, _django  # the Responses front's own
+from responses_app.api.parsers import parse_json
+from responses_app.api.stream_views import django_response, request_body
 from responses_app.api.streaming import cancel_abandoned
 from responses_app.auth import remembered_principal, resolve_api_key
 from responses_app.bus import event_bus
 from responses_app.db_threads import run_db
-from responses_app.dispatch import dispatcher
-from responses_app.errors import InvalidRequest
-from responses_app.nul import NUL_MESSAGE, contains_nul
+from responses_app.delivery.dispatch import dispatcher
 
 from . import relay
 from .jobs import ChatJob
@@ -43,7 +40,7 @@ async def create(authorization: str | None, body: bytes, exchange):
         principal, admission = await run_db(_admit, authorization, body, exchange)
     subscription, sent = None, False
     try:
-        create = parse_chat_create(_payload(body))
+        create = parse_chat_create(parse_json(body))  # the one body parser
         now = time.time()
         job = ChatJob(
             id=new_completion_id(), tenant_id=principal.tenant.id, model=create.model,
@@ -76,27 +73,16 @@ def _admission(principal, body: bytes, exchange):
     return admission
 
 
-def _payload(body: bytes):
-    try:
-        payload = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise InvalidRequest(f"We could not parse the JSON body of your request: {exc}.",
-                             code="invalid_json") from None
-    if b"\\u0000" in body and contains_nul(payload):  # Postgres text cannot hold NUL
-        raise InvalidRequest(NUL_MESSAGE, code="invalid_value")
-    return payload
-
-
 async def create_chat_completion(request):
     """The async view of `POST /v1/chat/completions`."""
     exchange = request.exchange
-    job, subscription = await create(request.headers.get("Authorization"), _body(request),
+    job, subscription = await create(request.headers.get("Authorization"), request_body(request),
                                      exchange)
     abandoned = None if job.store else partial(cancel_abandoned, job.id)
     if job.stream:
-        return _django(await relay.stream_reply(subscription, abandoned))
+        return django_response(await relay.stream_reply(subscription, abandoned))
     try:
-        return _django(await relay.final_reply(subscription))
+        return django_response(await relay.final_reply(subscription))
     except asyncio.CancelledError:  # the client left while the run went on
         if abandoned is not None:
             await abandoned()

@@ -1,7 +1,8 @@
 """A chat completion's run, as the run queue carries it: the message always carries the
 whole job (a chat completion has no row to claim: it is stored when it ends), marked
-`"chat"` so the worker's run entry tells it from a response's (responses_app.jobs reads
-it with `chat_job_of`). Both sides import this module; it imports neither."""
+`"chat"` so the run queue tells it from a response's: the app's `ready()` registers the
+field, `chat_job_of` and the run function's path (responses_app.delivery.jobs.MessageKind).
+Both sides import this module; it imports neither."""
 from dataclasses import dataclass, fields
 
 import orjson
@@ -25,7 +26,7 @@ class ChatJob:
     client_function_names: list
     context: dict  # request id, what the run settles of its admission (accounting.ratelimit)
     carried: bool = True  # the dispatchers' flag: the message carries the job
-    resent: bool = False  # given back to the queue (run_delivery): run only if never started
+    resent: bool = False  # given back to the queue (delivery.redelivery): run only if never started
 
     kind = KIND
 

@@ -1,24 +1,32 @@
-"""A chat completion's events from the bus to its client: SSE (`data: <chunk>` lines,
-comment lines for tool activity, `: keep-alive` while nothing flows, `data: [DONE]` after
-the last chunk), or the final `chat.completion` as one JSON body.
+"""A chat completion's events from the bus to its client, on the Responses front's one
+relay iterator (responses_app.api.relay.batches): SSE (`data: <chunk>` blocks, comment
+lines for tool activity, `: keep-alive` while nothing flows, `data: [DONE]` after the
+last chunk; framed by events.sse at this edge), or the final `chat.completion` as one
+JSON body.
 
-As for responses (responses_app.api.relay), the answer waits for the run's first entry,
-so an upstream that refuses before it starts is a plain HTTP error (a 429 stays a 429).
-A failure after the stream started is one `data: {"error": ...}` event, and no `[DONE]`.
+As for responses, the answer waits for the run's first entry, so an upstream that refuses
+before it starts is a plain HTTP error (a 429 stays a 429): the APIError is raised and
+rendered as every view's error is (errors.error_response). A failure after the stream
+started is one `data: {"error": ...}` event, and no `[DONE]`; a client waiting for the
+whole completion gets it as the HTTP error its code stands for.
 """
 import asyncio
 import time
+from contextlib import aclosing
 
+import orjson
 from django.conf import settings
 
-from observability.metrics import ACTIVE_STREAMS
-from responses_app.api.relay import SSE_HEADERS, Reply, json_reply
+from responses_app.api import framing
+from responses_app.api.relay import SSE_HEADERS, Abandoned, Reply, batches, first_entry
 from responses_app.bus import KEEPALIVE
-from responses_app.errors import ServiceUnavailable, error_body
-from responses_app.translation.sse import KEEPALIVE as KEEPALIVE_BYTES
+from responses_app.bus.entries import failure_of
+from responses_app.errors import APIError
 
-from .events import COMPLETION, DONE, events_of, sse
+from .events import is_completion, sse
 
+WHAT = "chat completion"
+JSON_HEADERS = [(b"content-type", b"application/json")]
 # A failure after the run started (an upstream turn after MCP calls, a stream cut short),
 # answered to a client waiting for the whole completion: the status its code stands for.
 ERROR_STATUS = {"request_timeout": 504, "upstream_timeout": 504, "cancelled": 409,
@@ -26,95 +34,66 @@ ERROR_STATUS = {"request_timeout": 504, "upstream_timeout": 504, "cancelled": 40
                 "model_not_found": 404}
 
 
-async def stream_reply(subscription, abandoned=None) -> Reply:
+async def stream_reply(subscription, abandoned: Abandoned = None) -> Reply:
     try:
-        first = await _first_entry(subscription)
+        first = await first_entry(subscription, WHAT)
     except BaseException:
         subscription.close()
         raise
     if first.error is not None:
         subscription.close()
-        return _error_reply(first.error)
+        raise failure_of(first)
     return Reply(200, SSE_HEADERS, stream=_sse_body(subscription, first, abandoned))
 
 
 async def final_reply(subscription) -> Reply:
+    """Wait for the run to end: the `chat.completion` as JSON (its bytes as the bus has
+    them), or raise the error it ended with."""
+    terminal = None
     try:
-        entry = await _first_entry(subscription)  # the run's `started` comment, or its end
+        first = await first_entry(subscription, WHAT)  # the run's `started` comment, or its end
         async with asyncio.timeout(settings.RUN_DEADLINE_SECONDS):  # a worker that died
-            while not entry.end:
-                entry = await subscription.get()
+            async with aclosing(batches(subscription, first, counted=False)) as relayed:
+                async for batch in relayed:
+                    if batch is KEEPALIVE:
+                        continue
+                    events, last = batch
+                    if last.error is not None:
+                        raise failure_of(last)
+                    if last.end and events:
+                        terminal = events[-1]
     except TimeoutError:
-        return json_reply(504, error_body("The chat completion did not end in time.",
-                                          "server_error", None, "run_deadline_exceeded"))
+        raise APIError("The chat completion did not end in time.", status=504,
+                       type="server_error", code="run_deadline_exceeded") from None
     finally:
         subscription.close()
-    if entry.error is not None:
-        return _error_reply(entry.error)
-    events = events_of(entry.data)
-    last = events[-1] if events else {"error": {
-        "message": "The chat completion was cancelled.", "type": "invalid_request_error",
-        "param": None, "code": "cancelled"}}
-    if last.get("object") == COMPLETION:
-        return json_reply(200, last)
-    return json_reply(ERROR_STATUS.get(last["error"].get("code"), 502), last)
+    if terminal is None:  # ended without an event: cancelled
+        raise APIError("The chat completion was cancelled.", status=409, code="cancelled")
+    if is_completion(terminal):
+        return Reply(200, JSON_HEADERS, terminal)
+    body = orjson.loads(terminal)  # {"error": ...}
+    raise APIError.of_body(ERROR_STATUS.get(body["error"].get("code"), 502), body)
 
 
-async def _first_entry(subscription):
-    entry = await subscription.get(settings.UPSTREAM_TIMEOUT + settings.UPSTREAM_CONNECT_TIMEOUT)
-    if entry is KEEPALIVE:
-        raise ServiceUnavailable("No worker started this chat completion in time; retry shortly.")
-    return entry
-
-
-def _error_reply(error: dict) -> Reply:
-    return json_reply(error["status"], error["body"], error.get("headers"))
-
-
-async def _sse_body(subscription, entry, abandoned):
-    keepalive = settings.SSE_KEEPALIVE_SECONDS
+async def _sse_body(subscription, first, abandoned: Abandoned):
     deadline = time.monotonic() + settings.RUN_DEADLINE_SECONDS  # a worker that died
     finished = False
-    ACTIVE_STREAMS.inc()
     try:
-        while True:
-            if entry is KEEPALIVE:
-                if time.monotonic() > deadline:
-                    finished = True
-                    return  # ends without [DONE]: the client sees an incomplete stream
-                yield KEEPALIVE_BYTES
-            elif entry.error is not None:
-                finished = True
-                return  # the bus failed under us: the connection ends without [DONE]
-            else:
-                blocks = [entry.data]
-                while not entry.end and subscription.pending:  # what else arrived: one write
-                    entry = subscription.pending.popleft()
-                    if entry.error is not None:
-                        break
-                    blocks.append(entry.data)
-                data = sse(b"".join(blocks))
-                if entry.end and entry.error is None:
-                    finished = True
-                    if _completed(entry.data):
-                        data += DONE
-                    if data:
-                        yield data
-                    return
+        async with aclosing(batches(subscription, first)) as relayed:
+            async for batch in relayed:
+                if batch is KEEPALIVE:
+                    if time.monotonic() > deadline:
+                        break  # ends without [DONE]: the client sees an incomplete stream
+                    yield framing.KEEPALIVE
+                    continue
+                events, last = batch  # last.error: the bus failed under us, no [DONE]
+                data = sse(events)
+                if last.error is None and last.end and events and is_completion(events[-1]):
+                    data += framing.DONE
                 if data:
                     yield data
-                if entry.error is not None:
-                    finished = True
-                    return
-            entry = await subscription.get(keepalive)
+        finished = True
     finally:
-        ACTIVE_STREAMS.dec()
         subscription.close()
         if not finished and abandoned is not None:
             await abandoned()
-
-
-def _completed(data: bytes) -> bool:
-    """Whether the end entry's last event is the completion (not an error)."""
-    last = data.rstrip(b"\n").rsplit(b"\n\n", 1)[-1]
-    return last.startswith(b'{"object":"chat.completion",')

@@ -1,16 +1,15 @@
 """The /v1/chat/completions routes. Thin: the tenant from the API key (DRF's
 authentication, as /v1/responses), a selector, a JSON answer. `POST /v1/chat/completions`
-is the async view front.create_chat_completion (served by the ASGI front that skips the
-middleware chain, as `POST /v1/responses`).
+is the async view front.create_chat_completion, one StreamingRoute (served by the ASGI
+front that skips the middleware chain, as `POST /v1/responses`).
 
 Not in /v1/openapi.json yet (left out of it: the document describes the Responses API, each
 operation by hand in api_schema.operations); OpenAI's own reference describes these."""
-from asgiref.sync import sync_to_async
-from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from responses_app.api.stream_views import StreamingRoute
 from responses_app.errors import APIError
 
 from . import selectors
@@ -49,21 +48,5 @@ class ChatCompletionMessages(APIView):
                                                       request.query_params))
 
 
-def _create_handler(method: str, query):
-    return create_chat_completion if method == "POST" else None
-
-
-def _collection():
-    drf_view = sync_to_async(ChatCompletionCollection.as_view())
-
-    async def view(request, *args, **kwargs):
-        if request.method == "POST":
-            return await create_chat_completion(request)
-        return await drf_view(request, *args, **kwargs)
-
-    view.streaming_handler = _create_handler  # the ASGI front asks it (asgi_front.py)
-    view.cls, view.initkwargs = ChatCompletionCollection, {}  # what drf-spectacular reads
-    return csrf_exempt(view)
-
-
-chat_completion_collection = _collection()
+CREATE = StreamingRoute(ChatCompletionCollection, "POST", create_chat_completion)
+chat_completion_collection = CREATE.django_view

@@ -111,18 +111,18 @@ def test_events_are_json_on_the_bus_and_framed_at_the_edge():
     first = stamper.entry([chunk({"content": "a"}), comment("mcp_call t\ncompleted")])
     last = stamper.entry([{"object": "chat.completion", "id": "x"}], end=True)
     assert (first.first, first.last, last.first, last.last, last.end) == (0, 1, 2, 2, True)
-    assert events_of(first.data) == [chunk({"content": "a"}),
+    assert events_of(first.events) == [chunk({"content": "a"}),
                                      {"object": "gateway.comment", "text": "mcp_call t completed"}]
-    assert sse(first.data) == (b"data: " + orjson.dumps(chunk({"content": "a"})) + b"\n\n"
+    assert sse(first.events) == (b"data: " + orjson.dumps(chunk({"content": "a"})) + b"\n\n"
                                + b": mcp_call t completed\n\n")
-    assert sse(last.data) == b""
-    assert first.after(0).data == orjson.dumps(comment("mcp_call t completed")) + b"\n\n"
+    assert sse(last.events) == b""
+    assert first.after(0).events == [orjson.dumps(comment("mcp_call t completed"))]
 
 
 def test_a_chat_jobs_message_carries_it_and_is_told_from_a_responses():
     from chat_completions.jobs import ChatJob
-    from responses_app.jobs import job_of_message
-    from responses_app.run_delivery import resent_form
+    from responses_app.delivery.jobs import job_of_message
+    from responses_app.delivery.redelivery import resent_form
 
     job = ChatJob(id="chatcmpl-1", tenant_id=3, model="m", created=5, created_at=5.5,
                   stream=True, store=False, include_usage=False, metadata={}, messages=[USER],

@@ -17,7 +17,7 @@ from django.conf import settings
 from mcp_tools import client
 from mcp_tools.client import McpFailure, ServerTarget
 from mcp_tools.run_plan import mcp_limits, registered_targets
-from responses_app.nul import without_nul
+from responses_app.create.nul import without_nul
 from responses_app.translation.mcp_history import upstream_function_name
 
 log = logging.getLogger(__name__)

@@ -23,9 +23,9 @@ from django.conf import settings
 
 from observability.request_context import bind_request_id
 from responses_app.bus import StreamFenced, event_bus
-from responses_app.bus.entries import error_entry
-from responses_app.cancellation import cancellation
-from responses_app.errors import error_body
+from responses_app.bus.entries import failure_entry
+from responses_app.delivery.cancellation import cancellation
+from responses_app.errors import APIError, ServerError
 from responses_app.lifecycle import settle
 from responses_app.worker.loop import blocking
 from responses_app.worker.upstream import UpstreamRejected, UpstreamStreamFailed, open_chat_stream
@@ -93,17 +93,17 @@ class ChatRun:
             await self._settled()
             await self.emit([], end=True)
         except UpstreamRejected as rejected:
-            await self._failed(rejected.status, rejected.body, rejected.headers)
+            await self._failed(rejected)
         except UpstreamStreamFailed as failure:
-            status = 504 if failure.code == "request_timeout" else 502
-            await self._failed(status, error_body(failure.message, "server_error", None,
-                                                  failure.code))
+            await self._failed(APIError(
+                failure.message, status=504 if failure.code == "request_timeout" else 502,
+                type="server_error", code=failure.code))
         except StreamFenced:
             log.warning("chat run %s lost its event stream to another writer", self.job.id)
             await self._settled()
         except Exception:
             log.exception("chat run %s crashed", self.job.id)
-            await self._failed(500, error_body(CRASHED, "server_error", None, "server_error"))
+            await self._failed(ServerError(CRASHED))
         finally:
             if watch is not None:
                 watch.close()
@@ -237,12 +237,14 @@ class ChatRun:
             chunks.append({**head, "choices": [], "usage": self.completion.usage})
         return chunks
 
-    async def _failed(self, status: int, body: dict, headers: dict | None = None) -> None:
+    async def _failed(self, error: APIError) -> None:
+        """End the run with `error`: its `{"error": ...}` event once the stream started
+        (OpenAI streams errors that way), else the error entry the front answers with."""
         await self._settled()
         if self.started:
-            await self.emit([body], end=True)
+            await self.emit([error.body], end=True)
         else:
-            await self.writer.append(error_entry(status, body, headers))
+            await self.writer.append(failure_entry(error))
 
     async def _settled(self) -> None:
         if self.job.context.get("limited"):

@@ -2,10 +2,11 @@
 the JSON bytes of its object, translation.numbering) gets a transport's envelope.
 
 SSE: one block `event: <type>\ndata: <json>\n\n` per event (one `data:` line: the JSON has
-no raw newline), `data: [DONE]` after the end, a comment as keep-alive. WebSocket: one text
-frame per event, its JSON as it is, with the socket stream's `stream_id` added last when
-the turn has one. Both by concatenation: nothing is parsed again. And an error on a
-WebSocket: OpenAI's `error` event (websocket_error).
+no raw newline), `data: [DONE]` after the end, a comment as keep-alive; the Chat
+Completions API's SSE has no `event:` line (sse_data, and sse_comment for its tool
+activity). WebSocket: one text frame per event, its JSON as it is, with the socket
+stream's `stream_id` added last when the turn has one. Both by concatenation: nothing is
+parsed again. And an error on a WebSocket: OpenAI's `error` event (websocket_error).
 """
 import orjson
 
@@ -25,6 +26,16 @@ def sse(events: list[bytes]) -> bytes:
             return b"event: %s\ndata: %s\n\n" % (event[9:event.index(b'"', 9)], event)
     return b"".join([b"event: %s\ndata: %s\n\n" % (event_type(event), event)
                      for event in events])
+
+
+def sse_data(event: bytes) -> bytes:
+    """One event as a data-only SSE block (the Chat Completions API's chunks)."""
+    return b"data: %s\n\n" % event
+
+
+def sse_comment(text: str) -> bytes:
+    """An SSE comment block (clients ignore it); `text` is one line."""
+    return b": %s\n\n" % text.encode()
 
 
 def event_type(event: bytes) -> bytes:

@@ -45,11 +45,11 @@ def json_reply(status: int, payload: dict, headers: dict | None = None) -> Reply
     return Reply(status, [(b"content-type", b"application/json"), *extra], orjson.dumps(payload))
 
 
-async def first_entry(subscription) -> Entry:
+async def first_entry(subscription, what: str = "response") -> Entry:
     """The run's first entry (events, or the error that ended it before it started)."""
     entry = await subscription.get(settings.UPSTREAM_TIMEOUT + settings.UPSTREAM_CONNECT_TIMEOUT)
     if entry is KEEPALIVE:
-        raise ServiceUnavailable("No worker started this response in time; retry shortly.")
+        raise ServiceUnavailable(f"No worker started this {what} in time; retry shortly.")
     return entry
 
 

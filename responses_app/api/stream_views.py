@@ -27,14 +27,14 @@ CLIENT_CLOSED = 499  # nginx's "client closed request", counted when a client le
 
 async def create_response(request):
     exchange = request.exchange
-    body = _body(request)
+    body = request_body(request)
     row, create, subscription = await streaming.create(
         request.headers.get("Authorization"), body, exchange)
     # a store=false run whose client leaves: nobody can ever read the rest, so stop it
     abandoned = None if create.store else partial(streaming.cancel_abandoned, row.id)
     if create.background:
         if not create.stream:
-            return _django(relay.json_reply(200, row.resource))
+            return django_response(relay.json_reply(200, row.resource))
         reply = relay.resume_reply(subscription, abandoned)
     elif create.stream:
         reply = await relay.stream_reply(subscription, abandoned)
@@ -46,17 +46,17 @@ async def create_response(request):
                 await abandoned()
             exchange.answered(request.resolver_match.route, request.path, CLIENT_CLOSED)
             raise
-    return _django(reply)
+    return django_response(reply)
 
 
 async def resume_response(request, response_id: str):
     after = streaming.starting_after(_last(request.GET, "starting_after"))
     subscription = await streaming.follow(request.headers.get("Authorization"), response_id,
                                           after, request.exchange)
-    return _django(relay.resume_reply(subscription))
+    return django_response(relay.resume_reply(subscription))
 
 
-def _body(request) -> bytes:
+def request_body(request) -> bytes:
     """The request body; Django refuses a larger declared Content-Length, this any other."""
     body = request.body
     if len(body) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
@@ -70,7 +70,7 @@ def _last(query, name: str) -> str | None:
     return values[-1] if values else None
 
 
-def _django(reply: relay.Reply):
+def django_response(reply: relay.Reply):
     """A relay Reply as a Django response."""
     if reply.stream is None:
         response = HttpResponse(reply.body, status=reply.status)

@@ -11,14 +11,18 @@ its claim. A message given back to the queue (redelivery.py) keeps its job, mark
 `resent`: its run claims before it calls the upstream. When
 tracing is on the message also carries the request's trace context (W3C headers), so the
 run continues the request's trace.
+Another kind of run rides the same queue with its own message field (a chat completion's:
+`"chat"`): its app registers the field, how to read its job and the dotted path of its run
+function (register_message_kind, from the app's `ready()`), so this floor imports no app
+above it and the worker imports the run function only when such a message comes.
 Both sides import this module; it imports neither.
 """
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import orjson
-
-from chat_completions.jobs import chat_job_of
+from django.utils.module_loading import import_string
 
 RUN_QUEUE_KEY = "gw:runs"  # the Redis list of run messages (dispatch.py, run_queue.py)
 # A larger job travels in the database only: the worker reads it with its claim.
@@ -27,6 +31,32 @@ MESSAGE_ROOM = 4096  # for what a message adds to its job (creation time, trace 
 # The columns of a response row that make its run's job (what a claim reads).
 JOB_COLUMNS = ("tenant_id", "model", "store", "background", "previous_response_id", "request",
                "input_items", "resource", "conversation_id")
+
+
+@dataclass(frozen=True)
+class MessageKind:
+    """A kind of run other than a response's: its message's field, how to read its job from
+    the parsed message, and the dotted path of its run function `run(job, settled)`."""
+
+    field: str
+    job_of: Callable[[dict], object]
+    run_path: str
+
+
+MESSAGE_KINDS: dict[str, MessageKind] = {}  # by the job's `kind`
+_runs: dict[str, Callable] = {}
+
+
+def register_message_kind(kind: MessageKind) -> None:
+    MESSAGE_KINDS[kind.field] = kind
+
+
+def run_of_kind(kind: str) -> Callable:
+    """The run function of a registered kind (imported once, in the worker only)."""
+    run = _runs.get(kind)
+    if run is None:
+        run = _runs[kind] = import_string(MESSAGE_KINDS[kind].run_path)
+    return run
 
 
 @dataclass
@@ -124,8 +154,9 @@ def parse_run_message(message: bytes) -> tuple[str, dict | None]:
 def job_of_message(message: bytes) -> tuple[str, Job | None, dict | None]:
     """(response id, the job it carries or None, the trace context it carries or None)."""
     parsed = _parsed(message)
-    if "chat" in parsed:  # a chat completion's run (chat_completions/jobs.py)
-        return parsed["id"], chat_job_of(parsed), parsed.get("trace")
+    for kind in MESSAGE_KINDS.values():  # another kind of run (e.g. chat_completions/jobs.py)
+        if kind.field in parsed:
+            return parsed["id"], kind.job_of(parsed), parsed.get("trace")
     response_id, columns = parsed["id"], parsed["job"]
     job = None
     if columns is not None:

@@ -21,7 +21,6 @@ import logging
 from collections.abc import Callable
 from datetime import datetime
 
-from chat_completions.worker.run import run_chat
 from observability.request_context import bind_request_id
 from upstreams.routing import remembered_route_for_model, route_for_model
 
@@ -29,7 +28,7 @@ from mcp_tools.run_plan import mcp_run_plan
 
 from .. import lifecycle
 from ..bus.entries import failure_entry, stamped_entry
-from ..delivery.jobs import Job
+from ..delivery.jobs import MESSAGE_KINDS, Job, run_of_kind
 from . import loop
 from ..delivery.heartbeat import worker_id
 from .loop import blocking
@@ -55,8 +54,9 @@ async def run_response(response_id: str, carried: Job | None = None,
     foreground run that reads nothing stored: no history, no MCP tools). `settled(True)` is
     called once its claim is won or lost, `settled(False)` if the claim failed (the run
     queue's acknowledgement)."""
-    if getattr(carried, "kind", None) == "chat":  # a chat completion's run (no row to claim)
-        return await run_chat(carried, settled)
+    kind = getattr(carried, "kind", None)
+    if kind in MESSAGE_KINDS:  # another kind of run (a chat completion's: no row to claim)
+        return await run_of_kind(kind)(carried, settled)
     claimed = await _claiming(response_id, carried, settled or _ignored)
     if claimed is None:
         log.info("run %s already claimed or gone", response_id)
