@@ -123,18 +123,20 @@ file=$(api files -F purpose=assistants -F "file=@$work/notes.txt" |
 store=$(api vector_stores -H 'Content-Type: application/json' \
           -d "{\"name\": \"compose-check\", \"file_ids\": [\"$file\"]}" |
         python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
-deadline=$((SECONDS + 60))
+started=$SECONDS deadline=$((SECONDS + 60))
 until [ "$(api "vector_stores/$store" | python3 -c 'import json, sys; print(json.load(sys.stdin)["status"])')" != in_progress ]; do
   [ $SECONDS -lt $deadline ] || { dc logs --tail 30 worker; exit 1; }
   sleep 1
 done
 api "vector_stores/$store/files/$file" |
   python3 -c 'import json, sys; f = json.load(sys.stdin); print(f["id"], f["status"], f["last_error"]); assert (f["status"], f["last_error"]) == ("completed", None), f'
+echo "ingested within $((SECONDS - started)) s"
 api "vector_stores/$store/search" -H 'Content-Type: application/json' -d '{"query": "where are the vectors kept"}' |
-  python3 -c 'import json, sys; hits = json.load(sys.stdin)["data"]; print([(h["filename"], h["content"][0]["text"]) for h in hits]); assert [(h["filename"], h["content"][0]["text"]) for h in hits] == [("notes.txt", "The compose deployment keeps its vectors in PostgreSQL with pgvector.\n")], hits'
+  python3 -c 'import json, sys; hits = [(h["filename"], h["score"], h["content"][0]["text"]) for h in json.load(sys.stdin)["data"]]; print(hits); assert hits == [("notes.txt", 1.0, "The compose deployment keeps its vectors in PostgreSQL with pgvector.")], hits'
 
 step "metrics (web and worker, one volume)"
-curl -sS "http://127.0.0.1:$port/metrics" | grep -E '^gateway_(http_requests_total|run_duration_seconds_count)' | head -n 6
+curl -sS "http://127.0.0.1:$port/metrics" |
+  grep -E '^gateway_(run_duration_seconds_count|http_requests_total\{method="POST",route="v1/(responses|files|vector_stores)")'
 
 step "a data volume of another PostgreSQL major is refused"
 image=$(docker inspect -f '{{.Config.Image}}' "$(dc ps -q postgres)")
@@ -143,10 +145,11 @@ docker run --rm --user root --entrypoint sh -v "${project}_postgres-data:/data" 
   -c 'echo 14 > /data/PG_VERSION'
 dc up -d --no-deps postgres 2>&1 | tail -n 1
 deadline=$((SECONDS + 60))
-until dc logs --no-color postgres 2>&1 | grep -q 'Refusing to start'; do
+# the logs in a variable: `dc logs | grep -m` would end in SIGPIPE under pipefail
+until logs=$(dc logs --no-color postgres 2>&1) && grep -q 'Refusing to start' <<<"$logs"; do
   [ $SECONDS -lt $deadline ] || { dc logs --tail 20 postgres; exit 1; }
   sleep 1
 done
-dc logs --no-color postgres 2>&1 | grep -m 2 -e 'Refusing to start' -e 'Set POSTGRES_IMAGE' | sed 's/^[^|]*| //'
+grep -m 2 -e 'Refusing to start' -e 'Set POSTGRES_IMAGE' <<<"$logs" | sed 's/^[^|]*| //'
 echo
 echo "compose check passed in ${SECONDS} s"

@@ -42,20 +42,16 @@ def postgres_answers(url: str) -> bool:
         return False
 
 
-def postgres_has_pgvector(url: str) -> bool:
-    """Whether the server can `CREATE EXTENSION vector` (pgvector is installed on it)."""
-    with psycopg.connect(url, connect_timeout=3) as connection:
-        return connection.execute(
-            "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone() is not None
-
-
 def postgres_unusable(url: str) -> str | None:
-    """Why the PostgreSQL at `url` cannot serve the suite, or None when it can."""
-    if not postgres_answers(url):
+    """Why the PostgreSQL at `url` cannot serve the suite (it does not answer, or cannot
+    `CREATE EXTENSION vector`: pgvector is not installed on it), or None when it can."""
+    try:
+        with psycopg.connect(url, connect_timeout=3) as connection:
+            pgvector = connection.execute(
+                "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone()
+    except psycopg.OperationalError:
         return "does not answer"
-    if not postgres_has_pgvector(url):
-        return "has no pgvector (no 'vector' in pg_available_extensions)"
-    return None
+    return None if pgvector else "has no pgvector (no 'vector' in pg_available_extensions)"
 
 
 def redis_answers(url: str) -> bool:
