@@ -15,6 +15,7 @@ from django.conf import settings
 from responses_app.context.compaction_items import upstream_items
 from responses_app.nul import without_nul
 from responses_app.translation.chat_request import build_chat_request
+from responses_app.translation.client_tools import OUTPUT_TYPES
 from responses_app.translation.mcp_history import upstream_function_name
 from responses_app.translation.state_machine import McpToolTarget
 
@@ -26,7 +27,7 @@ from .run_plan import McpRunPlan
 log = logging.getLogger(__name__)
 
 # Items after which the client must act: the run ends when a turn produced one.
-CLIENT_ITEMS = {"function_call", "custom_tool_call", "mcp_approval_request"}
+CLIENT_ITEMS = {"function_call", "custom_tool_call", "mcp_approval_request", *OUTPUT_TYPES}
 
 
 class McpToolLoop:

@@ -10,6 +10,7 @@ from mcp_tools.request_spec import MCP_ITEM_BUILDERS
 
 from .context.compaction_items import compaction_input_item
 from .create_fields import required_string
+from .client_tool_items import CLIENT_TOOL_ITEM_BUILDERS
 from .custom_tool_items import CUSTOM_ITEM_BUILDERS
 from .errors import InvalidRequest
 from .ids import new_id
@@ -148,6 +149,7 @@ ITEM_BUILDERS = {
     "compaction": compaction_input_item,
     **MCP_ITEM_BUILDERS,
     **CUSTOM_ITEM_BUILDERS,
+    **CLIENT_TOOL_ITEM_BUILDERS,
     **HOSTED_ITEM_BUILDERS,
 }
 

@@ -5,10 +5,13 @@ assistant message whose `tool_calls` holds its id, calls of one turn share one a
 message, unanswered calls are dropped and duplicate outputs are dropped (a safety net: on
 the way to the upstream no call is left unanswered). The request's items are first repaired (translation.history_repair: calls and outputs paired and grouped,
 consecutive user messages merged when asked), with custom tool calls as function calls
-(custom_tools).
+(custom_tools), and shell, local shell and apply_patch calls too (client_tools).
 """
 from dataclasses import dataclass, field
 
+from .client_tools import (
+    CALL_TYPES, client_items_as_function_items, client_tool_as_function, client_tool_names,
+)
 from .custom_tools import custom_items_as_function_items, custom_tool_as_function
 from .history_repair import merge_consecutive_users, repair_items
 from .hosted_items import function_for_tool_type, hosted_items_as_function_items
@@ -25,6 +28,8 @@ class ChatRequest:
     function_names: dict = field(default_factory=dict)
     # upstream function names that stand for custom tools
     custom_tools: frozenset = frozenset()
+    # upstream function name -> client-run tool type (shell, local_shell, apply_patch)
+    client_tools: dict = field(default_factory=dict)
     # the history repairs made (translation.history_repair), for the run to log and count
     repairs: list = field(default_factory=list)
 
@@ -35,8 +40,8 @@ def build_chat_request(*, model: str, instructions: str | None, items: list[dict
     messages = []
     if instructions:
         messages.append({"role": "system", "content": instructions})
-    repaired = repair_items(custom_items_as_function_items(mcp_items_as_function_items(
-        hosted_items_as_function_items(items))))
+    repaired = repair_items(client_items_as_function_items(custom_items_as_function_items(
+        mcp_items_as_function_items(hosted_items_as_function_items(items)))))
     history, repairs = messages_from_items(repaired.items), repaired.repairs
     if merge_user_messages:
         merged = merge_consecutive_users(history)
@@ -70,6 +75,7 @@ def build_chat_request(*, model: str, instructions: str | None, items: list[dict
             body["top_logprobs"] = params["top_logprobs"]
     custom = frozenset(t["name"] for t in params.get("tools") or () if t["type"] == "custom")
     return ChatRequest(body=body, function_names=function_names, custom_tools=custom,
+                       client_tools=client_tool_names(params.get("tools") or []),
                        repairs=repairs)
 
 
@@ -205,6 +211,8 @@ def _chat_tools(tools: list[dict]) -> tuple[list[dict], dict]:
             chat_tools.append(_chat_function(tool, tool["name"]))
         elif tool["type"] == "custom":
             chat_tools.append(custom_tool_as_function(tool))
+        elif tool["type"] in CALL_TYPES:
+            chat_tools.append(client_tool_as_function(tool))
         elif tool["type"] == "namespace":
             for inner in tool["tools"]:
                 upstream = f"{tool['name']}{NAMESPACE_SEPARATOR}{inner['name']}"
@@ -232,10 +240,13 @@ def _apply_tool_choice(tools, choice, function_names):
         upstream = next((up for up, (name, _) in function_names.items()
                          if name == choice["name"]), choice["name"])
         return tools, {"type": "function", "function": {"name": upstream}}
+    if choice["type"] in CALL_TYPES:  # {"type": "shell"}: its function bears its name
+        return tools, {"type": "function", "function": {"name": choice["type"]}}
     if choice["type"] != "allowed_tools":  # a hosted tool's {"type": "web_search"}
         return tools, {"type": "function",
                        "function": {"name": function_for_tool_type(choice["type"])}}
     allowed = {t.get("name") or function_for_tool_type(t.get("type"))
+               or (t.get("type") if t.get("type") in CALL_TYPES else None)
                for t in choice["tools"] if isinstance(t, dict)}
     kept = [t for t in tools
             if function_names.get(t["function"]["name"], (t["function"]["name"],))[0] in allowed
