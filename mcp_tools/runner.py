@@ -13,6 +13,7 @@ import orjson
 from django.conf import settings
 
 from responses_app.context.compaction_items import upstream_items
+from responses_app.context.rendering import route_of
 from responses_app.nul import without_nul
 from responses_app.translation.chat_request import build_chat_request
 from responses_app.translation.client_tools import OUTPUT_TYPES
@@ -95,11 +96,13 @@ class McpToolLoop:
         items = upstream_items(self.job.items + output)
         if self.hosted:
             items = self.hosted.as_function_items(items)
+        route = route_of(self.job.model)
         return build_chat_request(
             model=self.job.model, instructions=self.job.request.get("instructions"),
             items=items, params=params, include=self.job.include,
             max_tokens_param=settings.UPSTREAM_MAX_TOKENS_PARAM,
-            merge_user_messages=settings.UPSTREAM_MERGE_USER_MESSAGES).body
+            merge_user_messages=settings.UPSTREAM_MERGE_USER_MESSAGES,
+            images=route.accepts_images, passthrough=route.passthrough_params).body
 
     async def _tools_of(self, label, server) -> list[dict]:
         reused = self._listed_before(label)

@@ -58,6 +58,8 @@ def parse_create_request(body) -> CreateRequest:
     params["tools"] = tools
     if values["context_management"]:  # server-side compaction (responses_app/context)
         params["context_management"] = values["context_management"]
+    if values["prompt_cache_retention"]:  # passed on to the backends that take it
+        params["prompt_cache_retention"] = values["prompt_cache_retention"]
     if params["service_tier"] == "auto":
         params["service_tier"] = "default"
     return CreateRequest(

@@ -14,6 +14,7 @@ from .client_tool_items import CLIENT_TOOL_ITEM_BUILDERS
 from .custom_tool_items import CUSTOM_ITEM_BUILDERS
 from .errors import InvalidRequest
 from .ids import new_id
+from .tool_output_parts import tool_output
 
 MESSAGE_ROLES = ("user", "assistant", "system", "developer")
 PHASES = ("commentary", "final_answer")
@@ -112,12 +113,7 @@ def _function_call(item, param) -> dict:
 
 
 def _function_call_output(item, param) -> dict:
-    output = item.get("output")
-    if isinstance(output, list):
-        output = "".join(p.get("text", "") for p in output if isinstance(p, dict))
-    if not isinstance(output, str):
-        raise InvalidRequest(f"'{param}.output' must be a string.", param=f"{param}.output",
-                             code="invalid_type")
+    output = tool_output(item.get("output"), f"{param}.output")
     return {"id": _client_id(item, "fco"), "type": "function_call_output",
             "call_id": required_string(item, "call_id", param), "output": output,
             "status": "completed"}

@@ -111,3 +111,24 @@ def test_an_output_whose_call_is_nowhere_is_a_400(openai_client):
     assert raised.value.body == {
         "message": "No tool call found for apply patch call output with call_id call_zz.",
         "type": "invalid_request_error", "param": "input", "code": None}
+
+
+def test_a_function_output_with_an_image_reaches_the_model_after_the_tool_turn(
+        openai_client, clean_upstream):
+    image = "https://img.example/cat.png"
+    answer = openai_client.responses.create(model="fake-echo", input=[
+        {"type": "function_call", "call_id": "call_i", "name": "snap", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_i", "output": [
+            {"type": "input_text", "text": "A cat:"},
+            {"type": "input_image", "image_url": image}]}])
+    assert answer.status == "completed"
+    assert clean_upstream.requests()[-1]["body"]["messages"] == [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_i", "type": "function",
+             "function": {"name": "snap", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_i", "content": "A cat:\n[image 1]"},
+        {"role": "user", "content": [
+            {"type": "text", "text": "The images in the output of tool call call_i:"},
+            {"type": "image_url", "image_url": {"url": image, "detail": "auto"}}]}]
+    listed = openai_client.responses.input_items.list(answer.id, order="asc").data
+    assert [part.type for part in listed[1].output] == ["input_text", "input_image"]

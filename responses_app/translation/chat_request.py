@@ -16,6 +16,7 @@ from .custom_tools import custom_items_as_function_items, custom_tool_as_functio
 from .history_repair import merge_consecutive_users, repair_items
 from .hosted_items import function_for_tool_type, hosted_items_as_function_items
 from .mcp_history import NAMESPACE_SEPARATOR, mcp_items_as_function_items
+from .tool_output_content import images_message, output_for_upstream
 
 SYSTEM_ROLES = {"system": "system", "developer": "system"}
 LOGPROBS_INCLUDE = "message.output_text.logprobs"
@@ -36,13 +37,17 @@ class ChatRequest:
 
 def build_chat_request(*, model: str, instructions: str | None, items: list[dict],
                        params: dict, include: list[str], max_tokens_param: str,
-                       merge_user_messages: bool = False) -> ChatRequest:
+                       merge_user_messages: bool = False, images: bool = True,
+                       passthrough: tuple = ()) -> ChatRequest:
+    """`images`: the route's model takes images (else they reach it as text);
+    `passthrough`: the create parameters the route's backend is sent as they are
+    (prompt_cache_key, prompt_cache_retention, service_tier, safety_identifier)."""
     messages = []
     if instructions:
         messages.append({"role": "system", "content": instructions})
     repaired = repair_items(client_items_as_function_items(custom_items_as_function_items(
         mcp_items_as_function_items(hosted_items_as_function_items(items)))))
-    history, repairs = messages_from_items(repaired.items), repaired.repairs
+    history, repairs = messages_from_items(repaired.items, images), repaired.repairs
     if merge_user_messages:
         merged = merge_consecutive_users(history)
         history, repairs = merged.items, repairs + merged.repairs
@@ -69,6 +74,9 @@ def build_chat_request(*, model: str, instructions: str | None, items: list[dict
     user = params.get("safety_identifier") or params.get("user")
     if user:
         body["user"] = user
+    for name in passthrough:
+        if params.get(name) is not None:
+            body[name] = params[name]
     if LOGPROBS_INCLUDE in include or params.get("top_logprobs"):
         body["logprobs"] = True
         if params.get("top_logprobs"):
@@ -81,16 +89,17 @@ def build_chat_request(*, model: str, instructions: str | None, items: list[dict
 
 # --- messages ------------------------------------------------------------------------------
 
-def messages_from_items(items: list[dict]) -> list[dict]:
+def messages_from_items(items: list[dict], images: bool = True) -> list[dict]:
     items = mcp_items_as_function_items(hosted_items_as_function_items(items))
     calls_by_id = {i["call_id"]: i for i in items if i.get("type") == "function_call"}
     messages: list[dict] = []
     answered: set[str] = set()
+    pending_images: list = []  # (call_id, image parts) of the tool messages just written
     for item in items:
         kind = item.get("type")
         last = messages[-1] if messages else None
         if kind == "message":
-            message = _message(item)
+            message = _message(item, images)
             if message is None:
                 continue
             if message["role"] == "assistant" and last is not None and last["role"] == "assistant":
@@ -113,10 +122,27 @@ def messages_from_items(items: list[dict]) -> list[dict]:
                     "id": call_id, "type": "function",
                     "function": {"name": "function", "arguments": "{}"}}
                 messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-            messages.append({"role": "tool", "tool_call_id": call_id, "content": item["output"]})
+            text, image_parts = output_for_upstream(item["output"], images)
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+            if image_parts:
+                pending_images.append((call_id, image_parts))
             answered.add(call_id)
         # reasoning and anything else is not sent upstream
+        if pending_images and kind != "function_call_output":
+            _show_images(messages, pending_images)
+    if pending_images:
+        _show_images(messages, pending_images)
     return _drop_unanswered_calls(messages, answered)
+
+
+def _show_images(messages: list[dict], pending: list) -> None:
+    """The tool outputs' images, in a user message after the turn's tool messages."""
+    at = len(messages)
+    while at > 0 and messages[at - 1]["role"] != "tool":
+        at -= 1
+    content = [part for call_id, parts in pending for part in images_message(call_id, parts)]
+    messages.insert(at, {"role": "user", "content": content})
+    pending.clear()
 
 
 def _chat_call(item) -> dict:
@@ -157,9 +183,11 @@ def _drop_unanswered_calls(messages, answered) -> list[dict]:
     return result
 
 
-def _message(item) -> dict | None:
+def _message(item, images: bool = True) -> dict | None:
     role = item["role"]
     parts = item.get("content") or []
+    if role == "user" and not images:
+        return {"role": "user", "content": output_for_upstream(parts, False)[0]}
     if role == "user":
         for part in parts:
             if part.get("type") == "input_image":
