@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "accounting",
     "observability",
     "upstreams",
+    "prompts",
     "client_checks",
     "api_schema",
     "dashboard",

@@ -8,8 +8,11 @@ applies it. `parse_fields()` validates a body against it (a parameter not in it 
 `CreateResponseRequest` from it, so the document and the validator cannot drift apart.
 Rules that tie two fields together are responses_app.create_request's.
 """
+from prompts.request_spec import SCHEMA as PROMPT_SCHEMA
+from prompts.request_spec import parse_prompt
+
 from .create_fields import (
-    Boolean, Choice, Custom, Field, Integer, Number, Opaque, Refused, String,
+    Boolean, Choice, Custom, Field, Integer, Number, Opaque, String,
 )
 from .create_params import (
     CONVERSATION, INCLUDE, INPUT, METADATA, MODEL, REASONING, TEXT, TOOL_CHOICE, TOOLS,
@@ -21,7 +24,9 @@ from .errors import InvalidRequest
 CONTEXT_MANAGEMENT = Custom(parse_context_management, CONTEXT_MANAGEMENT_SCHEMA)
 
 CREATE_BODY = (
-    Field("prompt", Refused("Reusable prompts (`prompt`) are not supported by this gateway.")),
+    Field("prompt", Custom(parse_prompt, PROMPT_SCHEMA),
+          description="A stored prompt template of the tenant: its version's instructions "
+                      "and messages, variables filled, go before the request's."),
     Field("model", MODEL, required=True,
           description="Routed to an upstream by name or prefix (GET /v1/models)."),
     Field("input", INPUT, required=True),

@@ -58,6 +58,8 @@ def parse_create_request(body) -> CreateRequest:
     params["tools"] = tools
     if values["context_management"]:  # server-side compaction (responses_app/context)
         params["context_management"] = values["context_management"]
+    if values["prompt"]:  # filled in by prompts.services, which echoes it
+        params["prompt"] = values["prompt"]
     if values["prompt_cache_retention"]:  # passed on to the backends that take it
         params["prompt_cache_retention"] = values["prompt_cache_retention"]
     if params["service_tier"] == "auto":
