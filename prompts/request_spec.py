@@ -7,7 +7,8 @@ from responses_app.tool_output_parts import tool_output
 
 SCHEMA = {"type": "object", "required": ["id"], "additionalProperties": False,
           "description": "A stored prompt template (per tenant, versioned) and its variables.",
-          "properties": {"id": {"type": "string"}, "version": {"type": ["string", "null"]},
+          "properties": {"id": {"type": "string", "minLength": 1},
+                         "version": {"type": ["string", "null"], "pattern": "^[0-9]+$"},
                          "variables": {"type": ["object", "null"], "additionalProperties": {
                              "oneOf": [{"type": "string"}, {"type": "object"}]}}}}
 
