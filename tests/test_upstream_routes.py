@@ -191,3 +191,25 @@ def test_a_full_route_makes_the_next_run_wait_then_gives_up():
             return "acquired"
 
     assert asyncio.run(scenario()) == "acquired"
+
+
+def test_a_route_says_whether_its_model_takes_images_and_what_is_passed_on():
+    from django.core.exceptions import ValidationError
+
+    from responses_app.context.rendering import chat_request_for
+    from responses_app.create_request import parse_create_request
+
+    make_route("text-only", "txt-*", accepts_images=False,
+               passthrough_params=["prompt_cache_key", "service_tier"])
+    create = parse_create_request({"model": "txt-1", "prompt_cache_key": "k7", "input": [
+        {"role": "user", "content": [{"type": "input_image", "image_url": "https://i/x.png"}]}]})
+    request = {"instructions": None, "params": create.params, "include": []}
+    body = chat_request_for("txt-1", request, create.input_items).body
+    assert (body["messages"], body["prompt_cache_key"], body["service_tier"]) == (
+        [{"role": "user", "content": "[image: https://i/x.png]"}], "k7", "default")
+    default = chat_request_for("llama3", request, create.input_items).body
+    assert "prompt_cache_key" not in default
+    assert default["messages"][0]["content"][0]["type"] == "image_url"
+    with pytest.raises(ValidationError):
+        UpstreamRoute(name="bad", model_pattern="b", base_url="http://b:1/v1",
+                      passthrough_params=["temperature"]).full_clean()
