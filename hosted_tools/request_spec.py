@@ -172,7 +172,7 @@ def callable_names(tools: list[dict], hosted: bool = True) -> set[str]:
     for tool in tools:
         if tool["type"] in ("function", "custom"):
             names.add(tool["name"])
-        elif tool["type"] in CLIENT_TOOL_TYPES:  # offered as a function of its type's name
+        elif tool["type"] in (*CLIENT_TOOL_TYPES, "tool_search"):  # a function of that name
             names.add(tool["type"])
         elif tool["type"] == "namespace":
             names |= {inner["name"] for inner in tool["tools"]}

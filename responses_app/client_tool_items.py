@@ -10,6 +10,7 @@ containers (`container_auto`, `container_reference`) is refused: nothing here ru
 from .create_fields import required_string
 from .errors import InvalidRequest
 from .ids import new_id
+from .translation.client_tools import LOADABLE_TOOL_TYPES
 
 CLIENT_TOOL_TYPES = ("shell", "local_shell", "apply_patch")
 OPERATIONS = ("create_file", "update_file", "delete_file")
@@ -17,7 +18,19 @@ OPERATIONS = ("create_file", "update_file", "delete_file")
 
 def client_tool(tool: dict, param: str) -> dict:
     """The tool as stored and echoed; a shell tool's environment must be local (or left
-    out, which means local here)."""
+    out, which means local here); a client tool search keeps its description and
+    parameters (the function the model is offered)."""
+    if tool["type"] == "tool_search":
+        parameters = tool.get("parameters")
+        if parameters is not None and not isinstance(parameters, dict):
+            raise InvalidRequest(f"'{param}.parameters' must be a JSON schema object.",
+                                 param=f"{param}.parameters", code="invalid_type")
+        description = tool.get("description")
+        if description is not None and not isinstance(description, str):
+            raise InvalidRequest(f"'{param}.description' must be a string.",
+                                 param=f"{param}.description", code="invalid_type")
+        return {"type": "tool_search", "execution": "client", "description": description,
+                "parameters": parameters}
     if tool["type"] != "shell":
         return {"type": tool["type"]}
     environment = tool.get("environment")
@@ -178,6 +191,55 @@ def _apply_patch_call_output(item, param) -> dict:
             "output": output}
 
 
+def _loadable_tools(value, param) -> list[dict]:
+    """Tools the client gives the model mid-conversation: functions, custom and namespaced
+    tools and the client-run tools (the gateway runs none of them)."""
+    if not isinstance(value, list):
+        raise InvalidRequest(f"'{param}' must be a list of tools.", param=param,
+                             code="invalid_type")
+    for index, tool in enumerate(value):
+        where = f"{param}[{index}]"
+        kind = tool.get("type") if isinstance(tool, dict) else None
+        if kind not in LOADABLE_TOOL_TYPES:
+            raise InvalidRequest(f"Invalid value for '{where}.type': {kind!r}; tools given in "
+                                 f"an item are among {list(LOADABLE_TOOL_TYPES)}.",
+                                 param=f"{where}.type", code="invalid_value")
+        if kind in ("function", "custom", "namespace"):
+            required_string(tool, "name", where)
+        inner = tool.get("tools") if kind == "namespace" else []
+        if not isinstance(inner, list) or not all(
+                isinstance(t, dict) and isinstance(t.get("name"), str) for t in inner):
+            raise InvalidRequest(f"'{where}.tools' must be a list of function tools.",
+                                 param=f"{where}.tools", code="invalid_value")
+    return [dict(tool) for tool in value]
+
+
+def _tool_search_call(item, param) -> dict:
+    arguments = item.get("arguments")
+    if not isinstance(arguments, dict):
+        raise InvalidRequest(f"'{param}.arguments' must be an object.",
+                             param=f"{param}.arguments", code="invalid_type")
+    return {"id": _item_id(item, "tsc"), "type": "tool_search_call",
+            "call_id": required_string(item, "call_id", param), "execution": "client",
+            "arguments": arguments,
+            "status": _status(item, param, ("in_progress", "completed", "incomplete"))}
+
+
+def _tool_search_output(item, param) -> dict:
+    return {"id": _item_id(item, "tso"), "type": "tool_search_output",
+            "call_id": required_string(item, "call_id", param), "execution": "client",
+            "tools": _loadable_tools(item.get("tools"), f"{param}.tools"),
+            "status": _status(item, param, ("in_progress", "completed", "incomplete"))}
+
+
+def _additional_tools(item, param) -> dict:
+    if item.get("role", "developer") != "developer":
+        raise InvalidRequest(f"Invalid value for '{param}.role': only 'developer'.",
+                             param=f"{param}.role", code="invalid_value")
+    return {"id": _item_id(item, "adt"), "type": "additional_tools", "role": "developer",
+            "tools": _loadable_tools(item.get("tools"), f"{param}.tools")}
+
+
 def _item_id(item, prefix) -> str:
     value = item.get("id")
     return value if isinstance(value, str) and value else new_id(prefix)
@@ -190,4 +252,7 @@ CLIENT_TOOL_ITEM_BUILDERS = {
     "local_shell_call_output": _local_shell_call_output,
     "apply_patch_call": _apply_patch_call,
     "apply_patch_call_output": _apply_patch_call_output,
+    "tool_search_call": _tool_search_call,
+    "tool_search_output": _tool_search_output,
+    "additional_tools": _additional_tools,
 }

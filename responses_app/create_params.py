@@ -63,7 +63,8 @@ def _tools(value, param) -> tuple[list[dict], dict, list[str]]:
             tools.append(_namespace_tool(tool, param))
         elif kind == "custom":
             tools.append(custom_tool(tool, param))
-        elif kind in CLIENT_TOOL_TYPES:
+        elif kind in CLIENT_TOOL_TYPES or (kind == "tool_search"
+                                           and tool.get("execution") == "client"):
             tools.append(client_tool(tool, param))
         elif kind == "mcp":
             stored, headers = mcp_tool(tool, param)
@@ -104,9 +105,12 @@ def _function_tool(tool, param) -> dict:
         raise InvalidRequest(f"'{param}.parameters' must be an object.",
                              param=f"{param}.parameters", code="invalid_type")
     strict = tool.get("strict")
-    return {"type": "function", "name": required_string(tool, "name", param),
-            "description": tool.get("description"), "parameters": parameters,
-            "strict": True if strict is None else bool(strict)}
+    stored = {"type": "function", "name": required_string(tool, "name", param),
+              "description": tool.get("description"), "parameters": parameters,
+              "strict": True if strict is None else bool(strict)}
+    if tool.get("defer_loading"):  # offered once a tool search loads it
+        stored["defer_loading"] = True
+    return stored
 
 
 TOOLS = Custom(_tools, {"type": "array", "items": {"oneOf": [

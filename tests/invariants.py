@@ -183,6 +183,7 @@ ITEM_KINDS = {
         ItemKind("local_shell_call", ("id", "call_id"), status_required=True),
         ItemKind("apply_patch_call", ("id", "call_id"), status_required=True,
                  done_statuses=("completed",)),
+        ItemKind("tool_search_call", ("id", "call_id"), status_required=True),
     )
 }
 ALL_TOLERATED_EVENTS = frozenset(e for k in ITEM_KINDS.values() for e in k.tolerated_events)

@@ -225,3 +225,65 @@ def test_other_shell_argument_shapes(arguments, commands):
     _, response = translate([call_piece("shell", arguments), chunk({}, "tool_calls")],
                             client_tools=CLIENT_TOOLS)
     assert response["output"][0]["action"]["commands"] == commands
+
+
+# --- tool search (client execution), deferred tools and additional_tools ---------------------
+
+LOOKUP = {"type": "function", "name": "lookup", "description": "Find an order.",
+          "parameters": {"type": "object", "properties": {"id": {"type": "string"}}},
+          "defer_loading": True}
+SEARCH = {"type": "tool_search", "execution": "client",
+          "parameters": {"type": "object", "properties": {"goal": {"type": "string"}}}}
+
+
+def test_a_client_tool_search_is_offered_and_deferred_functions_are_not():
+    chat = build(tools=[SEARCH, LOOKUP])
+    assert chat.body["tools"] == [{"type": "function", "function": {
+        "name": "tool_search", "description": "Searches for more tools to use; the tools "
+        "found are available from the next turn on.", "parameters": SEARCH["parameters"]}}]
+    assert chat.client_tools == {"tool_search": "tool_search"}
+
+
+def test_a_tool_search_call_streams_as_its_item():
+    _, response = translate([call_piece("tool_search", '{"goal": "orders"}'),
+                             chunk({}, "tool_calls")],
+                            client_tools={"tool_search": "tool_search"})
+    assert response["output"] == [{"id": "tsc_0", "type": "tool_search_call",
+                                   "call_id": "call_x", "execution": "client",
+                                   "arguments": {"goal": "orders"}, "status": "completed"}]
+
+
+def test_tools_loaded_by_a_search_or_given_in_an_item_are_offered_from_then_on():
+    loaded = {k: v for k, v in LOOKUP.items() if k != "defer_loading"}
+    chat = build(tools=[SEARCH, LOOKUP], input=[
+        {"role": "user", "content": "where is my order?"},
+        {"type": "tool_search_call", "call_id": "call_s", "arguments": {"goal": "orders"},
+         "status": "completed"},
+        {"type": "tool_search_output", "call_id": "call_s", "status": "completed",
+         "tools": [loaded]},
+        {"type": "additional_tools", "role": "developer",
+         "tools": [{"type": "custom", "name": "note"}]}])
+    assert [t["function"]["name"] for t in chat.body["tools"]] == [
+        "tool_search", "lookup", "note"]
+    assert chat.custom_tools == frozenset({"note"})
+    assert chat.body["messages"][1:] == [
+        {"role": "assistant", "content": None, "tool_calls": [{
+            "id": "call_s", "type": "function",
+            "function": {"name": "tool_search", "arguments": '{"goal": "orders"}'}}]},
+        {"role": "tool", "tool_call_id": "call_s",
+         "content": "Tools loaded, callable from now on: lookup."}]
+
+
+def test_a_server_tool_search_is_still_refused_and_items_take_no_hosted_tools():
+    with pytest.raises(InvalidRequest) as server:
+        parse_create_request({"model": "m", "input": "hi",
+                              "tools": [{"type": "tool_search", "execution": "server"}]})
+    with pytest.raises(InvalidRequest) as hosted:
+        parse_create_request({"model": "m", "input": [
+            {"type": "additional_tools", "role": "developer",
+             "tools": [{"type": "web_search"}]}]})
+    assert (server.value.param, server.value.code) == ("tools[0].type", "unsupported_tool")
+    assert (hosted.value.param, hosted.value.message) == (
+        "input[0].tools[0].type",
+        "Invalid value for 'input[0].tools[0].type': 'web_search'; tools given in an item are "
+        "among ['function', 'custom', 'namespace', 'shell', 'local_shell', 'apply_patch'].")

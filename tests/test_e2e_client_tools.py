@@ -132,3 +132,27 @@ def test_a_function_output_with_an_image_reaches_the_model_after_the_tool_turn(
             {"type": "image_url", "image_url": {"url": image, "detail": "auto"}}]}]
     listed = openai_client.responses.input_items.list(answer.id, order="asc").data
     assert [part.type for part in listed[1].output] == ["input_text", "input_image"]
+
+
+def test_a_client_tool_search_loads_a_deferred_function(openai_client, clean_upstream):
+    lookup = {"type": "function", "name": "lookup", "description": "Find an order.",
+              "parameters": {"type": "object", "properties": {"id": {"type": "string"}},
+                             "required": ["id"], "additionalProperties": False},
+              "strict": True}
+    tools = [{"type": "tool_search", "execution": "client"}, {**lookup, "defer_loading": True}]
+    first = openai_client.responses.create(model="fake-tool-caller", tools=tools,
+                                           input='call tool_search {"query": "orders"}')
+    validate_response(first.model_dump(mode="json", exclude_unset=True))
+    (call,) = first.output
+    assert (call.type, call.call_id, call.execution, call.arguments) == (
+        "tool_search_call", "call_0", "client", {"query": "orders"})
+    assert [t["function"]["name"] for t in clean_upstream.requests()[-1]["body"]["tools"]] == [
+        "tool_search"]
+
+    second = openai_client.responses.create(
+        model="fake-tool-caller", previous_response_id=first.id, tools=tools,
+        input=[{"type": "tool_search_output", "call_id": "call_0", "execution": "client",
+                "status": "completed", "tools": [lookup]}])
+    assert second.output_text == "Results: Tools loaded, callable from now on: lookup."
+    assert [t["function"]["name"] for t in clean_upstream.requests()[-1]["body"]["tools"]] == [
+        "tool_search", "lookup"]

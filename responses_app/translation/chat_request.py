@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from .client_tools import (
     CALL_TYPES, client_items_as_function_items, client_tool_as_function, client_tool_names,
+    tools_from_items,
 )
 from .custom_tools import custom_items_as_function_items, custom_tool_as_function
 from .history_repair import merge_consecutive_users, repair_items
@@ -59,7 +60,8 @@ def build_chat_request(*, model: str, instructions: str | None, items: list[dict
             body[name] = params[name]
     if params.get("max_output_tokens") is not None:
         body[max_tokens_param] = params["max_output_tokens"]
-    tools, function_names = _chat_tools(params.get("tools") or [])
+    offered = [*(params.get("tools") or []), *tools_from_items(items)]
+    tools, function_names = _chat_tools(offered)
     tools, tool_choice = _apply_tool_choice(tools, params.get("tool_choice"), function_names)
     if tools:
         body["tools"] = tools
@@ -81,9 +83,9 @@ def build_chat_request(*, model: str, instructions: str | None, items: list[dict
         body["logprobs"] = True
         if params.get("top_logprobs"):
             body["top_logprobs"] = params["top_logprobs"]
-    custom = frozenset(t["name"] for t in params.get("tools") or () if t["type"] == "custom")
+    custom = frozenset(t["name"] for t in offered if t["type"] == "custom")
     return ChatRequest(body=body, function_names=function_names, custom_tools=custom,
-                       client_tools=client_tool_names(params.get("tools") or []),
+                       client_tools=client_tool_names(offered),
                        repairs=repairs)
 
 
@@ -235,6 +237,8 @@ def _upstream_name(call_item) -> str:
 def _chat_tools(tools: list[dict]) -> tuple[list[dict], dict]:
     chat_tools, names = [], {}
     for tool in tools:
+        if tool.get("defer_loading"):
+            continue  # offered once a tool search loads it (translation.client_tools)
         if tool["type"] == "function":
             chat_tools.append(_chat_function(tool, tool["name"]))
         elif tool["type"] == "custom":
@@ -243,6 +247,8 @@ def _chat_tools(tools: list[dict]) -> tuple[list[dict], dict]:
             chat_tools.append(client_tool_as_function(tool))
         elif tool["type"] == "namespace":
             for inner in tool["tools"]:
+                if inner.get("defer_loading"):
+                    continue
                 upstream = f"{tool['name']}{NAMESPACE_SEPARATOR}{inner['name']}"
                 names[upstream] = (inner["name"], tool["name"])
                 chat_tools.append(_chat_function(inner, upstream))

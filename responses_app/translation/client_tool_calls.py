@@ -18,9 +18,9 @@ numbers, as everywhere in the machine.
 """
 import json
 
-from .client_tools import APPLY_PATCH, CALL_TYPES, LOCAL_SHELL, OPERATIONS, SHELL
+from .client_tools import APPLY_PATCH, CALL_TYPES, LOCAL_SHELL, OPERATIONS, SHELL, TOOL_SEARCH
 
-ID_PREFIXES = {SHELL: "sh", LOCAL_SHELL: "lsh", APPLY_PATCH: "apc"}
+ID_PREFIXES = {SHELL: "sh", LOCAL_SHELL: "lsh", APPLY_PATCH: "apc", TOOL_SEARCH: "tsc"}
 COMMAND_ADDED = "response.shell_call_command.added"
 COMMAND_DELTA = "response.shell_call_command.delta"
 COMMAND_DONE = "response.shell_call_command.done"
@@ -38,6 +38,8 @@ def client_call_item(ids, piece: dict, kind: str) -> dict:
         item["environment"] = {"type": "local"}
     elif kind == LOCAL_SHELL:
         item["action"] = _exec_action({})
+    elif kind == TOOL_SEARCH:
+        item.update(execution="client", arguments={})
     item["status"] = "in_progress"
     return item
 
@@ -57,6 +59,10 @@ def close_client_tool_call(events: list, call, status: str) -> None:
             events.append({"type": COMMAND_DONE, **where, "command": command})
     elif item["type"] == "local_shell_call":
         item["action"] = _exec_action(_object(arguments))
+    elif item["type"] == "tool_search_call":
+        value = _object(arguments)
+        item["arguments"] = value if isinstance(value, dict) else (
+            {"query": arguments} if arguments else {})
     else:
         item["operation"] = _operation(arguments)
         events.append({"type": "response.output_item.added", "output_index": call.output_index,

@@ -15,13 +15,16 @@ go back upstream as that function call and a tool message, the output written as
 """
 import json
 
-SHELL, LOCAL_SHELL, APPLY_PATCH = "shell", "local_shell", "apply_patch"
+SHELL, LOCAL_SHELL, APPLY_PATCH, TOOL_SEARCH = "shell", "local_shell", "apply_patch", "tool_search"
 # tool type -> the output item its calls become
 CALL_TYPES = {SHELL: "shell_call", LOCAL_SHELL: "local_shell_call",
-              APPLY_PATCH: "apply_patch_call"}
+              APPLY_PATCH: "apply_patch_call", TOOL_SEARCH: "tool_search_call"}
 # call item type -> its output item type
 OUTPUT_TYPES = {"shell_call": "shell_call_output", "local_shell_call": "local_shell_call_output",
-                "apply_patch_call": "apply_patch_call_output"}
+                "apply_patch_call": "apply_patch_call_output",
+                "tool_search_call": "tool_search_output"}
+# tools a model may be given by the client: in `additional_tools` and `tool_search_output`
+LOADABLE_TOOL_TYPES = ("function", "custom", "namespace", SHELL, LOCAL_SHELL, APPLY_PATCH)
 OPERATIONS = ("create_file", "update_file", "delete_file")
 
 _STRINGS = {"type": "array", "items": {"type": "string"}}
@@ -58,13 +61,35 @@ _FUNCTIONS = {
                                                       "workspace root."},
             "diff": {"type": "string"}},
             "required": ["type", "path"], "additionalProperties": False}},
+    TOOL_SEARCH: {
+        "description": "Searches for more tools to use; the tools found are available from "
+                       "the next turn on.",
+        "parameters": {"type": "object", "properties": {
+            "query": {"type": "string", "description": "What the tools should do."}},
+            "required": ["query"], "additionalProperties": False}},
 }
 
 
 def client_tool_as_function(tool: dict) -> dict:
     """The Chat Completions function tool standing for a shell, local_shell or apply_patch
     tool (its name is the tool type)."""
-    return {"type": "function", "function": {"name": tool["type"], **_FUNCTIONS[tool["type"]]}}
+    function = {"name": tool["type"], **_FUNCTIONS[tool["type"]]}
+    if tool["type"] == TOOL_SEARCH:  # the client's own description and parameters, if any
+        for name in ("description", "parameters"):
+            if tool.get(name):
+                function[name] = tool[name]
+    return {"type": "function", "function": function}
+
+
+def tools_from_items(items: list[dict]) -> list[dict]:
+    """The tools the client gave in `additional_tools` and `tool_search_output` items,
+    offered (from the request they appear in on) beside the request's own; a function
+    marked `defer_loading` counts once loaded this way."""
+    found = []
+    for item in items:
+        if item.get("type") in ("additional_tools", "tool_search_output"):
+            found += [{**tool, "defer_loading": False} for tool in item["tools"]]
+    return found
 
 
 def client_tool_names(tools: list[dict]) -> dict:
@@ -111,6 +136,19 @@ def _local_shell_call(item):
     return _function_call(item, LOCAL_SHELL, arguments)
 
 
+def _tool_search_call(item):
+    arguments = item["arguments"] if isinstance(item["arguments"], dict) else {
+        "query": str(item["arguments"])}
+    return _function_call(item, TOOL_SEARCH, arguments)
+
+
+def tool_search_output_text(tools: list[dict]) -> str:
+    names = [tool.get("name") or tool["type"] for tool in tools]
+    if not names:
+        return "No tools found."
+    return "Tools loaded, callable from now on: " + ", ".join(names) + "."
+
+
 def _apply_patch_call(item):
     operation = item["operation"]
     arguments = {"type": operation["type"], "path": operation["path"]}
@@ -147,6 +185,9 @@ _AS_FUNCTION = {
     "local_shell_call": _local_shell_call,
     "local_shell_call_output": lambda item: _function_output(item, item["output"]),
     "apply_patch_call": _apply_patch_call,
+    "tool_search_call": _tool_search_call,
+    "tool_search_output": lambda item: _function_output(
+        item, tool_search_output_text(item["tools"])),
     "apply_patch_call_output": lambda item: _function_output(
         item, apply_patch_output_text(item["status"], item.get("output"))),
 }
