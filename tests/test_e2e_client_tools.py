@@ -156,3 +156,33 @@ def test_a_client_tool_search_loads_a_deferred_function(openai_client, clean_ups
     assert second.output_text == "Results: Tools loaded, callable from now on: lookup."
     assert [t["function"]["name"] for t in clean_upstream.requests()[-1]["body"]["tools"]] == [
         "tool_search", "lookup"]
+
+
+def test_a_shell_call_over_a_websocket_continued_without_storing(production, tenant_key,
+                                                                  clean_upstream):
+    from tests.websocket_client import checked_turn, open_socket
+
+    prompt = f"call shell {json.dumps(SHELL_ARGUMENTS)}"
+    with open_socket(production, tenant_key) as ws:
+        events, first = checked_turn(ws, model="fake-tool-caller", store=False, input=prompt,
+                                     tools=[SHELL])
+        _, second = checked_turn(ws, model="fake-tool-caller", store=False, tools=[SHELL],
+                                 previous_response_id=first["id"], input=[
+                                     {"type": "shell_call_output", "call_id": "call_0",
+                                      "output": [{"stdout": "", "stderr": "no such file\n",
+                                                  "outcome": {"type": "exit",
+                                                              "exit_code": 1}}]}])
+    assert [e["type"] for e in events] == [
+        "response.created", "response.in_progress", "response.output_item.added",
+        *["response.shell_call_command.added", "response.shell_call_command.delta",
+          "response.shell_call_command.done"] * 2,
+        "response.output_item.done", "response.completed"]
+    assert first["output"][0]["action"]["commands"] == SHELL_ARGUMENTS["commands"]
+    assert second["output"][0]["content"][0]["text"] == (
+        "Results: stderr:\nno such file\nexit code: 1")
+    assert clean_upstream.requests()[-1]["body"]["messages"][1:] == [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_0", "type": "function", "function": {
+                "name": "shell", "arguments": json.dumps(SHELL_ARGUMENTS)}}]},
+        {"role": "tool", "tool_call_id": "call_0",
+         "content": "stderr:\nno such file\nexit code: 1"}]
