@@ -240,6 +240,17 @@ def _additional_tools(item, param) -> dict:
             "tools": _loadable_tools(item.get("tools"), f"{param}.tools")}
 
 
+def _compaction_trigger(item, param) -> dict:
+    """Compact the context before answering, as a threshold crossed would (the run's context
+    phase: responses_app.worker.run_context); it must be the last input item
+    (create_request checks that)."""
+    return {"id": _item_id(item, "cpt"), "type": "compaction_trigger"}
+
+
+def compaction_triggered(input_items: list[dict]) -> bool:
+    return bool(input_items) and input_items[-1].get("type") == "compaction_trigger"
+
+
 def _item_id(item, prefix) -> str:
     value = item.get("id")
     return value if isinstance(value, str) and value else new_id(prefix)
@@ -255,4 +266,5 @@ CLIENT_TOOL_ITEM_BUILDERS = {
     "tool_search_call": _tool_search_call,
     "tool_search_output": _tool_search_output,
     "additional_tools": _additional_tools,
+    "compaction_trigger": _compaction_trigger,
 }

@@ -81,6 +81,12 @@ def parse_create_request(body) -> CreateRequest:
 
 
 def _check_combinations(values: dict) -> None:
+    triggers = [i for i, item in enumerate(values["input"])
+                if item["type"] == "compaction_trigger"]
+    if triggers and triggers != [len(values["input"]) - 1]:
+        raise InvalidRequest("A compaction_trigger item must be the last input item (and "
+                             "there is at most one).", param=f"input[{triggers[0]}]",
+                             code="invalid_value")
     if values["background"] and not values["store"]:
         raise InvalidRequest("Background responses must be stored: background=true needs "
                              "store=true.", param="background", code="invalid_value")

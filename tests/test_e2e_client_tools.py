@@ -6,6 +6,9 @@ import json
 
 import pytest
 
+from responses_app.context.compaction_items import COMPACTION_PREFIX
+from responses_app.context.summary import COMPACTION_PROMPT
+from tests.context_deployment import summary_of
 from tests.invariants import check_stream
 from tests.oracles import validate_event, validate_response
 
@@ -186,3 +189,27 @@ def test_a_shell_call_over_a_websocket_continued_without_storing(production, ten
                 "name": "shell", "arguments": json.dumps(SHELL_ARGUMENTS)}}]},
         {"role": "tool", "tool_call_id": "call_0",
          "content": "stderr:\nno such file\nexit code: 1"}]
+
+
+def test_a_compaction_trigger_compacts_before_the_answer(openai_client, clean_upstream):
+    from openai import BadRequestError
+
+    first = openai_client.responses.create(model="fake-echo", input="alpha beta")
+    clean_upstream.clear()
+    answer = openai_client.responses.create(
+        model="fake-echo", previous_response_id=first.id,
+        input=[{"role": "user", "content": "gamma"}, {"type": "compaction_trigger"}])
+    assert [item.type for item in answer.output] == ["compaction", "message"]
+    summary, reply = [request["body"] for request in clean_upstream.requests()]
+    assert (summary["stream"], reply["stream"]) == (False, True)
+    history = [{"role": "user", "content": "alpha beta"},
+               {"role": "assistant", "content": "user: alpha beta"},
+               {"role": "user", "content": "gamma"}]
+    assert summary["messages"] == [*history, {"role": "user", "content": COMPACTION_PROMPT}]
+    # the summary stands for the whole history, as when a threshold is crossed
+    assert reply["messages"] == [{"role": "system",
+                                  "content": COMPACTION_PREFIX + summary_of(history)}]
+    with pytest.raises(BadRequestError) as raised:
+        openai_client.responses.create(model="fake-echo", input=[
+            {"type": "compaction_trigger"}, {"role": "user", "content": "late"}])
+    assert raised.value.body["param"] == "input[0]"
