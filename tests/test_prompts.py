@@ -125,3 +125,36 @@ def test_prompts_end_to_end(production, tenant_key, other_tenant_key, openai_cli
     assert refused(bob, {"id": prompt_id, "version": "1"}) == {
         "message": f"Prompt with id '{prompt_id}' not found.",
         "type": "invalid_request_error", "param": "prompt.id", "code": "not_found"}
+
+
+@pytest.mark.django_db
+def test_the_admin_adds_versions_and_never_changes_one(client):
+    from django.contrib.auth.models import User
+
+    from prompts.models import PromptTemplate
+    from responses_app.models import Tenant
+
+    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw-1234567"))
+    tenant = Tenant.objects.create(name="t-admin-prompts")
+    inline = "versions"
+
+    def post(url, template_name, instructions, total, initial):
+        return client.post(url, {
+            "tenant": tenant.id, "name": template_name,
+            f"{inline}-TOTAL_FORMS": str(total), f"{inline}-INITIAL_FORMS": str(initial),
+            f"{inline}-MIN_NUM_FORMS": "0", f"{inline}-MAX_NUM_FORMS": "1000",
+            f"{inline}-{total - 1}-instructions": instructions,
+            f"{inline}-{total - 1}-messages": "[]",
+            **({f"{inline}-0-id": str(first_id)} if initial else {}),
+            **({f"{inline}-0-template": template.id} if initial else {}),
+            f"{inline}-{total - 1}-template": template.id if initial else ""})
+
+    response = post("/admin/prompts/prompttemplate/add/", "faq", "Answer from the FAQ.", 1, 0)
+    assert response.status_code == 302
+    template = PromptTemplate.objects.get(tenant=tenant, name="faq")
+    first_id = template.versions.get().id
+    response = post(f"/admin/prompts/prompttemplate/{template.id}/change/", "faq",
+                    "Answer from the FAQ, briefly.", 2, 1)
+    assert response.status_code == 302
+    assert [(v.number, v.instructions) for v in template.versions.order_by("number")] == [
+        (1, "Answer from the FAQ."), (2, "Answer from the FAQ, briefly.")]
