@@ -7,8 +7,8 @@ ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
     VIRTUAL_ENV=/opt/venv PATH=/opt/venv/bin:$PATH
 RUN python3 -m venv /opt/venv \
     && useradd --system --create-home --uid 10001 gateway \
-    && mkdir -p /var/lib/gateway-metrics /var/lib/beat \
-    && chown gateway:gateway /var/lib/gateway-metrics /var/lib/beat
+    && mkdir -p /var/lib/gateway-metrics /var/lib/beat /var/lib/gateway-files \
+    && chown gateway:gateway /var/lib/gateway-metrics /var/lib/beat /var/lib/gateway-files
 WORKDIR /app
 # The project installs no package of its own: this layer is the locked dependencies.
 COPY requirements.lock ./

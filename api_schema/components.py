@@ -14,6 +14,7 @@ from responses_app.custom_tool_items import CUSTOM_TOOL_SCHEMA
 from responses_app.input_items import INPUT_ITEM_SCHEMA
 
 from .context_components import CONTEXT_COMPONENTS
+from .store_components import STORE_COMPONENTS
 
 
 def nullable(schema: dict) -> dict:
@@ -265,4 +266,5 @@ COMPONENTS = {
     "UpdateConversationRequest": UPDATE_CONVERSATION,
     "AddConversationItemsRequest": ADD_CONVERSATION_ITEMS,
     **CONTEXT_COMPONENTS,
+    **STORE_COMPONENTS,
 }

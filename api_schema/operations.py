@@ -9,6 +9,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
 from .components import ref
+from .store_operations import STORE_LINKS, STORE_OPERATIONS
 
 ERROR_MEANINGS = {
     400: "Invalid request (`invalid_request_error`), or the upstream refused it.",
@@ -188,6 +189,7 @@ LINKS = {
         UpdateConversation="updateConversation", DeleteConversation="deleteConversation",
         ListConversationItems="listConversationItems",
         AddConversationItems="addConversationItems"),
+    **STORE_LINKS,
 }
 
 # view import path -> {method: extend_schema(**arguments)}
@@ -208,4 +210,5 @@ DOCUMENTED_VIEWS = {
         "get": list_conversation_items, "post": add_conversation_items},
     "conversations.views.ConversationItemDetail": {
         "get": retrieve_conversation_item, "delete": delete_conversation_item},
+    **STORE_OPERATIONS,
 }

@@ -8,7 +8,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
 
 app = Celery("gateway")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["responses_app", "dashboard"])
+app.autodiscover_tasks(["responses_app", "dashboard", "vector_stores"])
 
 
 @worker_init.connect

@@ -44,6 +44,8 @@ INSTALLED_APPS = [
     "client_checks",
     "api_schema",
     "dashboard",
+    "files",
+    "vector_stores",
 ]
 
 MIDDLEWARE = [
@@ -304,6 +306,37 @@ LOGGING = logging_config(level=env.str("LOG_LEVEL", default="INFO"),
                          library_level=env.str("LIBRARY_LOG_LEVEL", default="WARNING"),
                          json=env.str("LOG_FORMAT", default="json") == "json",
                          trace_ids=tracing.ENABLED)
+
+# --- files and vector stores (files/, vector_stores/; docs/configuration.md) ----------------
+FILES_MAX_BYTES = env.int("FILES_MAX_BYTES", default=512 * 1024 * 1024)
+FILES_DIR = Path(env.str("FILES_DIR", default=str(VAR_DIR / "files")))
+FILES_STORAGE_BACKEND = env.str("FILES_STORAGE_BACKEND",
+                                default="django.core.files.storage.FileSystemStorage")
+FILES_STORAGE_OPTIONS = env.json("FILES_STORAGE_OPTIONS", default={})
+if FILES_STORAGE_BACKEND == "django.core.files.storage.FileSystemStorage":
+    FILES_STORAGE_OPTIONS.setdefault("location", str(FILES_DIR))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "files": {"BACKEND": FILES_STORAGE_BACKEND, "OPTIONS": FILES_STORAGE_OPTIONS},
+}
+# The model ingestion and search embed with (routed like a chat model: upstreams/), the
+# dimension of its vectors (fixed in the chunk table when it is migrated), texts per call.
+EMBEDDING_MODEL = env.str("EMBEDDING_MODEL", default="text-embedding-3-small")
+EMBEDDING_DIMENSIONS = env.int("EMBEDDING_DIMENSIONS", default=1536)
+EMBEDDING_BATCH_SIZE = env.int("EMBEDDING_BATCH_SIZE", default=64)
+# Ask the model for EMBEDDING_DIMENSIONS (`dimensions`: OpenAI's text-embedding-3 models
+# shorten their vectors; servers whose models cannot refuse the field).
+EMBEDDING_REQUEST_DIMENSIONS = env.bool("EMBEDDING_REQUEST_DIMENSIONS", default=False)
+# An ingestion task's claim on a file; older, another task may take the file over.
+INGESTION_CLAIM_SECONDS = env.int("INGESTION_CLAIM_SECONDS", default=900)
+EMBEDDED_INGESTION_THREADS = env.int("EMBEDDED_INGESTION_THREADS", default=2)
+# Stores of at most this many chunks (together) are searched exactly, larger ones by the
+# HNSW index (vector_stores/search.py).
+VECTOR_SEARCH_EXACT_MAX_CHUNKS = env.int("VECTOR_SEARCH_EXACT_MAX_CHUNKS", default=10_000)
+CELERY_BEAT_SCHEDULE["requeue-stalled-ingestion"] = {
+    "task": "vector_stores.requeue_stalled_ingestion", "schedule": 60.0,
+    "options": {"expires": 60.0}}
 
 CSRF_FAILURE_VIEW = "responses_app.api.views.csrf_failure"
 

@@ -10,6 +10,8 @@ urlpatterns = [
     path("v1/openapi.json", OpenApiDocument.as_view()),
     path("v1/usage", UsageView.as_view()),
     path("v1/", include("conversations.urls")),
+    path("v1/", include("files.urls")),
+    path("v1/", include("vector_stores.urls")),
     # last under /v1: its final route is the catch-all JSON 404
     path("v1/", include("responses_app.api.urls")),
     path("", include("observability.urls")),

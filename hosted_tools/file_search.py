@@ -2,8 +2,9 @@
 `filters`, `ranking_options`) searched for each query in the tenant's stores through the
 vector stores app's search service (`vector_stores.search.search_stores`, a blocking call
 run on a thread), results of several queries merged by best score. A store that is not the
-tenant's (unknown, deleted, another tenant's: all the same) fails the call with a message
-the model is told; the response goes on.
+tenant's (unknown, deleted, another tenant's: all the same), a query the embedding upstream
+could not embed, or search options it refuses fail the call with a message the model is
+told; the response goes on.
 """
 import asyncio
 
@@ -20,7 +21,8 @@ class FileSearchFailed(Exception):
 async def search_files(tenant_id: int, tool: dict, queries: list[str]) -> list[FileResult]:
     """The best results over the queries (FileSearchFailed when a store is not found)."""
     # imported here: the vector stores app is optional (catalog.file_search_available)
-    from vector_stores.search import VectorStoreNotFound, search_stores
+    from vector_stores.search import (EmbeddingFailed, InvalidSearchRequest,
+                                      VectorStoreNotFound, search_stores)
 
     limit = tool.get("max_num_results") or DEFAULT_MAX_RESULTS
     found: dict[tuple, FileResult] = {}
@@ -32,6 +34,8 @@ async def search_files(tenant_id: int, tool: dict, queries: list[str]) -> list[F
                 ranking_options=tool.get("ranking_options"))
         except VectorStoreNotFound as missing:
             raise FileSearchFailed(f"vector store '{missing.store_id}' not found") from None
+        except (EmbeddingFailed, InvalidSearchRequest) as failure:  # the query's embedding
+            raise FileSearchFailed(str(failure)) from None  # upstream, or a bad option
         for result in results:
             text = "".join(part.get("text") or "" for part in result.content
                            if part.get("type") == "text")[:TEXT_CHARS]

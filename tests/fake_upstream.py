@@ -10,6 +10,9 @@ Routes:
   POST   /tokenize             vLLM's (``messages`` or ``prompt``: ``count``) and llama.cpp's
                                 (``content``: ``tokens``); one token per whitespace-separated word
                                 of the messages as ``fake-echo`` renders them; recorded in the log
+  POST   /v1/embeddings        deterministic embeddings (fake_embedding: hashed bag of words,
+                                FAKE_EMBEDDING_DIMENSIONS or the request's ``dimensions``); an
+                                input holding FAKE_EMBEDDING_FAILURE answers 500
   GET    /_log                 recorded requests ``[{"path", "headers", "body"}]``
   DELETE /_log                 clear the log
   GET    /_stats               ``{"requests", "disconnects", "completed", "in_flight",
@@ -29,7 +32,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import logging
+import math
+import re
 import socket
 import sys
 import threading
@@ -53,6 +59,8 @@ BAD_CHUNK = b"data: {not json\n\n"
 SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
 JSON_HEADERS = [(b"content-type", b"application/json")]
 FAKE_MAX_MODEL_LEN = 2048
+FAKE_EMBEDDING_DIMENSIONS = 1536
+FAKE_EMBEDDING_FAILURE = "EMBEDDING_FAILS_HERE"
 
 
 class _Drop(Exception):
@@ -128,6 +136,8 @@ class FakeUpstreamApp:
             await self._json(send, 200, {"object": "list", "data": data})
         elif path == "/tokenize" and method == "POST":
             await self.tokenize(scope, receive, send)
+        elif path == "/v1/embeddings" and method == "POST":
+            await self.embeddings(scope, receive, send)
         elif path == "/_log" and method == "GET":
             await self._json(send, 200, self.log)
         elif path == "/_log" and method == "DELETE":
@@ -181,6 +191,25 @@ class FakeUpstreamApp:
         else:
             await self._json(send, 200, {"count": len(words), "max_model_len": FAKE_MAX_MODEL_LEN,
                                          "tokens": list(range(len(words)))})
+
+    async def embeddings(self, scope, receive, send) -> None:
+        body = orjson.loads(await self._read_body(receive) or b"{}")
+        if self.record:
+            self.log.append({"path": scope["path"], "headers": {}, "body": body})
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else texts
+        if any(FAKE_EMBEDDING_FAILURE in str(text) for text in texts):
+            await self._json(send, 500, {"error": {"message": "embedding backend exploded",
+                                                   "type": "server_error", "param": None,
+                                                   "code": None}})
+            return
+        dimensions = body.get("dimensions") or FAKE_EMBEDDING_DIMENSIONS
+        data = [{"object": "embedding", "index": index,
+                 "embedding": fake_embedding(str(text), dimensions)}
+                for index, text in enumerate(texts)]
+        tokens = sum(len(str(text).split()) for text in texts)
+        await self._json(send, 200, {"object": "list", "data": data, "model": body.get("model"),
+                                     "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
 
     async def stream(self, receive, send, model: str, sc: Scenario, extra: list) -> None:
         frames = self.frames(model, sc)
@@ -258,6 +287,18 @@ class FakeUpstreamApp:
             raise _Drop()
         await self._respond(send, 200, payload, JSON_HEADERS + extra)
         self.counters["completed"] += 1
+
+
+def fake_embedding(text: str, dimensions: int = FAKE_EMBEDDING_DIMENSIONS) -> list[float]:
+    """A hashed bag of words: each lower-cased word adds 1 to the coordinate its SHA-256
+    names (no two words of tests/stores_corpus.py share one); L2-normalized (all zeros for a text without words). Texts sharing words
+    are close in cosine distance, so rankings on a fixed corpus are exact and meaningful."""
+    vector = [0.0] * dimensions
+    for word in re.findall(r"\w+", text.lower()):
+        digest = hashlib.sha256(word.encode()).digest()
+        vector[int.from_bytes(digest[:8], "big") % dimensions] += 1.0
+    norm = math.sqrt(sum(value * value for value in vector))
+    return [value / norm for value in vector] if norm else vector
 
 
 def _config(app: FakeUpstreamApp, **kw) -> uvicorn.Config:

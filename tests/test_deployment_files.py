@@ -58,7 +58,7 @@ def test_named_volumes_are_declared_and_data_is_kept():
     declared = set(COMPOSE["volumes"])
     used = {mount.split(":", 1)[0] for service in COMPOSE["services"].values()
             for mount in service.get("volumes", [])}
-    assert used == declared == {"postgres-data", "redis-data", "beat-data", "metrics"}
+    assert used == declared == {"postgres-data", "redis-data", "beat-data", "metrics", "files"}
 
 
 def test_web_and_workers_share_the_metrics_volume():

@@ -130,3 +130,22 @@ def test_embedded_resolves_references_without_a_chain(embedded, clean_upstream):
     assert missing.json() == {"error": {
         "message": "Item with id 'msg_nope' not found.", "type": "invalid_request_error",
         "param": "input[0].id", "code": "item_not_found"}}
+
+
+def test_embedded_ingests_on_its_own_threads_into_pgvector(embedded):
+    """No Celery worker here: a store's files are ingested on threads of the web process,
+    into the embedded PostgreSQL's pgvector (its migration created the extension)."""
+    import time
+
+    uploaded = embedded.post("/files", data={"purpose": "assistants"},
+                             files={"file": ("fox.txt", b"The quick brown fox.")})
+    assert uploaded.status_code == 200, uploaded.text
+    store = embedded.post("/vector_stores", json={"file_ids": [uploaded.json()["id"]]}).json()
+    deadline = time.monotonic() + 30
+    while store["status"] == "in_progress" and time.monotonic() < deadline:
+        time.sleep(0.1)
+        store = embedded.get(f"/vector_stores/{store['id']}").json()
+    assert (store["status"], store["file_counts"]["completed"]) == ("completed", 1)
+    found = embedded.post(f"/vector_stores/{store['id']}/search", json={"query": "fox"}).json()
+    assert [(r["filename"], r["score"], r["content"]) for r in found["data"]] == [
+        ("fox.txt", 1.0, [{"type": "text", "text": "The quick brown fox."}])]

@@ -1,7 +1,6 @@
-"""file_search end to end on the shared production deployment. NEEDS THE STORES BRANCH
-(the `vector_stores` app: Files and Vector Stores APIs, ingestion, search, and the fake
-upstream's deterministic /embeddings): until it is merged, this module fails at import,
-on purpose, rather than skip.
+"""file_search end to end on the shared production deployment, over the `vector_stores`
+app (Files and Vector Stores APIs, ingestion, search) and the fake upstream's deterministic
+/embeddings; without that app this module fails at import, on purpose, rather than skip.
 
 The openai SDK uploads two files into a store, streams a response whose model calls
 `file_search` and cites the best result (exact events, the `file_search_call` item with
@@ -63,7 +62,13 @@ def test_sdk_streams_a_file_search_that_cites_and_a_chain_continues(
     assert [a.model_dump() for a in final.output[1].content[0].annotations] == [
         {"type": "file_citation", "file_id": ids["handbook.md"], "filename": "handbook.md",
          "index": 9}]
-    tool_message = clean_upstream.requests()[1]["body"]["messages"][2]
+    requests = clean_upstream.requests()  # the chat calls, and the embedding of each file
+    # as it was ingested and of the query as it was searched
+    assert [r["body"] for r in requests if r["path"] == "/v1/embeddings"] == [
+        {"model": "text-embedding-3-small", "input": [text]}
+        for text in (HANDBOOK, FAQ, "when do deploys happen")]
+    tool_message = [r for r in requests
+                    if r["path"] == "/v1/chat/completions"][1]["body"]["messages"][2]
     assert tool_message == {"role": "tool", "tool_call_id": call.id, "content": (
         'Results for "when do deploys happen":\n\n'
         f"[1] handbook.md\n{HANDBOOK}\n\n"
@@ -93,3 +98,21 @@ def test_another_tenants_store_fails_the_call_as_not_found(
     assert response.output[0].model_dump(mode="json", exclude_unset=True) == {
         "id": response.output[0].id, "type": "file_search_call", "status": "failed",
         "queries": ["when do deploys happen"], "results": None}
+
+
+def test_a_query_the_embedding_upstream_fails_fails_the_call(openai_client, clean_upstream):
+    from tests.fake_upstream import FAKE_EMBEDDING_FAILURE
+
+    store_id, _ = store_with_files(openai_client)
+    response = openai_client.responses.create(
+        model="fake-citing-caller",
+        input=f'call file_search {{"queries": ["{FAKE_EMBEDDING_FAILURE}"]}}',
+        tools=[{"type": "file_search", "vector_store_ids": [store_id]}])
+    assert response.status == "completed"
+    assert response.output[0].model_dump(mode="json", exclude_unset=True) == {
+        "id": response.output[0].id, "type": "file_search_call", "status": "failed",
+        "queries": [FAKE_EMBEDDING_FAILURE], "results": None}
+    chats = [r for r in clean_upstream.requests() if r["path"] == "/v1/chat/completions"]
+    assert chats[1]["body"]["messages"][2]["content"] == (  # the model is told why
+        f'The search for "{FAKE_EMBEDDING_FAILURE}" failed: The embedding upstream '
+        "'default' answered 500: embedding backend exploded")

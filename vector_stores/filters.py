@@ -1,0 +1,101 @@
+"""OpenAI's attribute filters (`filters` of a search, a file_search tool) as a Django Q on
+the attributes of a chunk's file.
+
+A comparison is `{"type": eq|ne|gt|gte|lt|lte|in|nin, "key", "value"}`; a compound is
+`{"type": and|or, "filters": [...]}`, nested at most MAX_DEPTH deep. Values are compared as
+JSON (jsonb in Postgres): `eq`/`ne` by type and value (`true` is not `1`), the orderings
+only between values of one JSON type (numbers numerically, strings by code point), `in` /
+`nin` against a non-empty list of strings and numbers. A file without the key matches no
+comparison, `ne` and `nin` included. A filter of the wrong shape raises InvalidSearchRequest.
+"""
+from django.db.models import CharField, Func, JSONField, Q, Value, lookups
+from django.db.models.fields.json import KeyTransform
+
+COMPARISONS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "nin")
+ORDERINGS = {"gt": lookups.GreaterThan, "gte": lookups.GreaterThanOrEqual,
+             "lt": lookups.LessThan, "lte": lookups.LessThanOrEqual}
+COMPOUNDS = ("and", "or")
+MAX_DEPTH = 8
+MAX_COMPARISONS = 64
+ATTRIBUTES = "store_file__attributes"
+
+
+class InvalidSearchRequest(ValueError):
+    """A search parameter of the wrong shape (filters, ranking_options, max_num_results);
+    the message names the parameter and what is wrong."""
+
+
+def filter_q(spec, field: str = ATTRIBUTES) -> Q:
+    """The Q selecting the chunks whose file's attributes match `spec`."""
+    counter = [0]
+    return _q(spec, field, "filters", 0, counter)
+
+
+def _q(spec, field: str, where: str, depth: int, counter: list) -> Q:
+    if not isinstance(spec, dict):
+        raise InvalidSearchRequest(f"'{where}' must be an object (a comparison or a compound "
+                                   "filter).")
+    kind = spec.get("type")
+    if kind in COMPOUNDS:
+        if set(spec) != {"type", "filters"}:
+            raise InvalidSearchRequest(f"'{where}': a compound filter has exactly 'type' and "
+                                       "'filters'.")
+        parts = spec["filters"]
+        if not isinstance(parts, list) or not parts:
+            raise InvalidSearchRequest(f"'{where}.filters' must be a non-empty array.")
+        if depth >= MAX_DEPTH:
+            raise InvalidSearchRequest(f"'{where}': filters nest at most {MAX_DEPTH} deep.")
+        combined = None
+        for index, part in enumerate(parts):
+            q = _q(part, field, f"{where}.filters[{index}]", depth + 1, counter)
+            combined = q if combined is None else (combined & q if kind == "and" else combined | q)
+        return combined
+    if kind in COMPARISONS:
+        counter[0] += 1
+        if counter[0] > MAX_COMPARISONS:
+            raise InvalidSearchRequest(f"'filters' holds more than {MAX_COMPARISONS} comparisons.")
+        return _comparison(spec, field, where)
+    raise InvalidSearchRequest(f"'{where}.type' must be one of "
+                               f"{', '.join(COMPARISONS + COMPOUNDS)}; got {kind!r}.")
+
+
+def _comparison(spec: dict, field: str, where: str) -> Q:
+    if set(spec) != {"type", "key", "value"}:
+        raise InvalidSearchRequest(f"'{where}': a comparison filter has exactly 'type', 'key' "
+                                   "and 'value'.")
+    kind, key, value = spec["type"], spec["key"], spec["value"]
+    if not isinstance(key, str) or not key:
+        raise InvalidSearchRequest(f"'{where}.key' must be a non-empty string.")
+    lhs = KeyTransform(key, field)
+    present = Q(lookups.IsNull(lhs, False))
+    if kind in ("in", "nin"):
+        if (not isinstance(value, list) or not value
+                or not all(_scalar(item) and not isinstance(item, bool) for item in value)):
+            raise InvalidSearchRequest(f"'{where}.value' must be a non-empty array of strings "
+                                       f"and numbers for '{kind}'.")
+        matches = None
+        for item in value:
+            q = Q(lookups.Exact(lhs, _json(item)))
+            matches = q if matches is None else matches | q
+        return matches if kind == "in" else present & ~matches
+    if not _scalar(value):
+        raise InvalidSearchRequest(f"'{where}.value' must be a string, a number or a boolean "
+                                   f"for '{kind}'.")
+    if kind == "eq":
+        return Q(lookups.Exact(lhs, _json(value)))
+    if kind == "ne":
+        return present & ~Q(lookups.Exact(lhs, _json(value)))
+    if isinstance(value, bool):
+        raise InvalidSearchRequest(f"'{where}.value': '{kind}' compares numbers or strings, "
+                                   "not booleans.")
+    same_type = Q(lookups.Exact(Func(lhs, function="jsonb_typeof", output_field=CharField()),
+                                Value("string" if isinstance(value, str) else "number")))
+    return same_type & Q(ORDERINGS[kind](lhs, _json(value)))
+
+
+def _scalar(value) -> bool:
+    return isinstance(value, str | bool | int | float)
+
+
+def _json(value) -> Value:
+    return Value(value, output_field=JSONField())

@@ -1,0 +1,109 @@
+"""Database rows of the Vector Stores API: a tenant's stores, the files attached to them
+(with their ingestion state), file batches, and the chunks ingestion writes.
+
+A chunk keeps its text, its embedding (pgvector, HNSW index with cosine distance) and its
+full-text vector (tsvector, GIN index); its rows are written in the transaction that marks
+its file `completed`, so search never sees a file half ingested. The embedding's dimension
+is EMBEDDING_DIMENSIONS as it was when the table was migrated (migration 0001).
+"""
+from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
+from django.db import models
+from pgvector.django import HnswIndex, VectorField
+
+from files.models import StoredFile
+from responses_app.models import Tenant
+
+FILE_STATUSES = ("in_progress", "completed", "cancelled", "failed")
+
+
+class VectorStore(models.Model):
+    """A vector store (`vs_…`); its status, file counts and usage are read from its files."""
+
+    id = models.CharField(max_length=64, primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="vector_stores")
+    name = models.CharField(max_length=512, blank=True, default="")
+    description = models.TextField(blank=True, default="")
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField()
+    last_active_at = models.DateTimeField()
+    expires_after_days = models.PositiveIntegerField(null=True, blank=True)
+    chunking_strategy = models.JSONField(default=dict, blank=True)  # for files added at creation
+
+    class Meta:
+        db_table = "vector_stores"
+        indexes = [models.Index(fields=["tenant", "created_at"], name="vector_stores_tenant")]
+
+    def __str__(self):
+        return f"{self.id} ({self.name})" if self.name else self.id
+
+
+class FileBatch(models.Model):
+    """A file batch (`vsfb_…`): its files are VectorStoreFile rows pointing at it."""
+
+    id = models.CharField(max_length=64, primary_key=True)
+    store = models.ForeignKey(VectorStore, on_delete=models.CASCADE, related_name="batches")
+    created_at = models.DateTimeField()
+    cancelled = models.BooleanField(default=False)
+
+    class Meta:
+        db_table = "vector_store_file_batches"
+
+    def __str__(self):
+        return self.id
+
+
+class VectorStoreFile(models.Model):
+    """A file attached to a store, and its ingestion: in_progress → completed | failed
+    (with last_error) | cancelled. `claimed_at` is set by the ingestion task that works on
+    it (a claim older than INGESTION_CLAIM_SECONDS may be taken over)."""
+
+    store = models.ForeignKey(VectorStore, on_delete=models.CASCADE, related_name="files")
+    file = models.ForeignKey(StoredFile, on_delete=models.CASCADE, related_name="stores")
+    batch = models.ForeignKey(FileBatch, on_delete=models.SET_NULL, null=True, blank=True,
+                              related_name="files")
+    status = models.CharField(max_length=16, default="in_progress",
+                              choices=[(s, s) for s in FILE_STATUSES])
+    last_error = models.JSONField(null=True, blank=True)
+    attributes = models.JSONField(default=dict, blank=True)
+    chunking_strategy = models.JSONField(default=dict)
+    usage_bytes = models.BigIntegerField(default=0)
+    chunk_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField()
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        db_table = "vector_store_files"
+        constraints = [models.UniqueConstraint(fields=["store", "file"],
+                                               name="vector_store_files_unique")]
+        indexes = [models.Index(fields=["store", "status"], name="vector_store_files_status")]
+
+    def __str__(self):
+        return f"{self.file_id} in {self.store_id}"
+
+
+class Chunk(models.Model):
+    """One chunk of an ingested file: text, embedding, full-text vector."""
+
+    store = models.ForeignKey(VectorStore, on_delete=models.CASCADE, related_name="chunks")
+    store_file = models.ForeignKey(VectorStoreFile, on_delete=models.CASCADE,
+                                   related_name="chunks")
+    position = models.PositiveIntegerField()  # its order in the file
+    text = models.TextField()
+    tokens = models.PositiveIntegerField()
+    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS)
+    tsv = SearchVectorField(null=True)
+
+    class Meta:
+        db_table = "vector_store_chunks"
+        indexes = [
+            models.Index(fields=["store", "store_file"], name="vector_store_chunks_file"),
+            HnswIndex(name="vector_store_chunks_hnsw", fields=["embedding"], m=16,
+                      ef_construction=64, opclasses=["vector_cosine_ops"]),
+            GinIndex(fields=["tsv"], name="vector_store_chunks_tsv"),
+        ]
+
+    def __str__(self):
+        return f"chunk {self.position} of {self.store_file_id}"

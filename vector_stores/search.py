@@ -1,0 +1,144 @@
+"""Searching a tenant's vector stores: hybrid ranking of chunks on the real indexes.
+
+Two rankings (ranking.py) of the chunks of the named stores' files that pass the
+attribute `filters`:
+- by the cosine distance of their embedding to the query's (pgvector: the HNSW index for
+  large stores, an exact scan for small ones or selective filters); a chunk orthogonal to
+  the query or further (distance >= 1) shares nothing with it and is left out;
+- by Postgres full-text search (`english` configuration, any of the query's words,
+  `ts_rank`).
+They are fused by reciprocal rank (RRF, k=60): a chunk's score is the sum of 1/(60 + rank)
+over the rankings it is in, divided by the best possible sum (2/61), so 1.0 means first in
+both. `ranking_options.ranker`: `auto` or `default-2024-11-15` is that hybrid; `none` is the
+vector ranking alone, scored by cosine similarity (1 - distance). `score_threshold` drops
+results scoring below it; ties are ordered by chunk (file order). One result per chunk.
+
+Sync (ORM, and one sync HTTP call to embed the query): the worker calls it in a thread.
+The stores are the tenant's or VectorStoreNotFound; bad parameters raise
+InvalidSearchRequest; an embedding upstream failure raises EmbeddingFailed.
+"""
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.utils import timezone
+
+from .embedding import EmbeddingFailed, embed_texts
+from .filters import InvalidSearchRequest, filter_q
+from .models import Chunk, VectorStore
+from .ranking import fused, searched_files, text_ranking, vector_ranking
+
+__all__ = ["SearchResult", "VectorStoreNotFound", "InvalidSearchRequest", "EmbeddingFailed",
+           "check_search", "search_stores"]
+
+RANKERS = ("auto", "default-2024-11-15", "none")
+MAX_RESULTS = 50
+MIN_CANDIDATES = 40
+FILE_ATTRIBUTES = "attributes"  # filters apply to the store files (ranking.searched_files)
+ACTIVE_RESOLUTION = timedelta(minutes=1)  # last_active_at is written at most this often
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    file_id: str
+    filename: str
+    score: float
+    attributes: dict
+    content: list[dict]   # [{"type": "text", "text": "..."}]
+
+
+class VectorStoreNotFound(Exception):
+    """A vector store id unknown to this tenant (another tenant's included)."""
+
+    def __init__(self, store_id: str):
+        super().__init__(f"Vector store with id '{store_id}' not found.")
+        self.store_id = store_id
+
+
+def check_search(tenant_id: int, vector_store_ids: list[str], *, max_num_results: int = 10,
+                 filters: dict | None = None, ranking_options: dict | None = None) -> None:
+    """What search_stores checks before it calls anything, on its own (e.g. when a request
+    naming a file_search tool is admitted): InvalidSearchRequest or VectorStoreNotFound."""
+    _checked(tenant_id, vector_store_ids, max_num_results, filters, ranking_options)
+
+
+def search_stores(tenant_id: int, vector_store_ids: list[str], query: str, *,
+                  max_num_results: int = 10, filters: dict | None = None,
+                  ranking_options: dict | None = None) -> list[SearchResult]:
+    """The best chunks of the tenant's stores for `query`, best first."""
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidSearchRequest("'query' must be a non-empty string.")
+    ranker, threshold, where = _checked(tenant_id, vector_store_ids, max_num_results, filters,
+                                        ranking_options)
+    store_ids = _touched(list(dict.fromkeys(vector_store_ids)))
+    [vector] = embed_texts([query])
+    scope = searched_files(store_ids, where)
+    candidates = max(MIN_CANDIDATES, 4 * max_num_results)
+    by_vector = vector_ranking(scope, vector, candidates)
+    if ranker == "none":
+        scores = {chunk_id: max(0.0, min(1.0, 1.0 - distance)) for chunk_id, distance in by_vector}
+    else:
+        scores = fused([chunk_id for chunk_id, _ in by_vector],
+                       text_ranking(scope, query, candidates))
+    ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+    ranked = [(chunk_id, score) for chunk_id, score in ranked if score >= threshold]
+    return _results(ranked[:max_num_results])
+
+
+def _checked(tenant_id, vector_store_ids, max_num_results, filters, ranking_options):
+    if type(max_num_results) is not int or not 1 <= max_num_results <= MAX_RESULTS:
+        raise InvalidSearchRequest(f"'max_num_results' must be an integer from 1 to "
+                                   f"{MAX_RESULTS}.")
+    ranker, threshold = _ranking(ranking_options)
+    where = filter_q(filters, FILE_ATTRIBUTES) if filters is not None else None
+    _tenant_stores(tenant_id, vector_store_ids)
+    return ranker, threshold, where
+
+
+def _ranking(options) -> tuple[str, float]:
+    if options is None:
+        return "auto", 0.0
+    if not isinstance(options, dict) or not set(options) <= {"ranker", "score_threshold"}:
+        raise InvalidSearchRequest("'ranking_options' must be an object with 'ranker' and/or "
+                                   "'score_threshold'.")
+    ranker = options.get("ranker", "auto")
+    if ranker not in RANKERS:
+        raise InvalidSearchRequest(f"'ranking_options.ranker' must be one of "
+                                   f"{', '.join(RANKERS)}.")
+    threshold = options.get("score_threshold", 0.0)
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float) \
+            or not 0 <= threshold <= 1:
+        raise InvalidSearchRequest("'ranking_options.score_threshold' must be a number from "
+                                   "0 to 1.")
+    return ranker, float(threshold)
+
+
+def _tenant_stores(tenant_id: int, store_ids) -> None:
+    if not isinstance(store_ids, list) or not store_ids \
+            or not all(isinstance(store_id, str) for store_id in store_ids):
+        raise InvalidSearchRequest("'vector_store_ids' must be a non-empty array of ids.")
+    wanted = list(dict.fromkeys(store_ids))
+    found = set(VectorStore.objects.filter(tenant_id=tenant_id, id__in=wanted)
+                .values_list("id", flat=True))
+    for store_id in wanted:
+        if store_id not in found:
+            raise VectorStoreNotFound(store_id)
+
+
+def _touched(store_ids: list[str]) -> list[str]:
+    """The stores, their last_active_at now (written at most once a minute)."""
+    now = timezone.now()
+    VectorStore.objects.filter(id__in=store_ids, last_active_at__lt=now - ACTIVE_RESOLUTION) \
+        .update(last_active_at=now)
+    return store_ids
+
+
+def _results(ranked: list[tuple[int, float]]) -> list[SearchResult]:
+    rows = {row["id"]: row for row in Chunk.objects.filter(id__in=[i for i, _ in ranked]).values(
+        "id", "text", "store_file__file_id", "store_file__file__filename",
+        "store_file__attributes")}
+    return [SearchResult(file_id=rows[chunk_id]["store_file__file_id"],
+                         filename=rows[chunk_id]["store_file__file__filename"],
+                         score=round(score, 6),
+                         attributes=rows[chunk_id]["store_file__attributes"] or {},
+                         content=[{"type": "text", "text": rows[chunk_id]["text"]}])
+            for chunk_id, score in ranked if chunk_id in rows]
