@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "accounting",
     "observability",
     "upstreams",
+    "prompts",
     "client_checks",
     "api_schema",
     "dashboard",
@@ -199,6 +200,10 @@ UPSTREAM_LEASE_SECONDS = env.float("UPSTREAM_LEASE_SECONDS", default=30.0)
 UPSTREAM_CONTEXT_WINDOW = env.int("UPSTREAM_CONTEXT_WINDOW", default=0)
 UPSTREAM_TOKEN_COUNTER = env.str("UPSTREAM_TOKEN_COUNTER", default="estimate")
 UPSTREAM_TOKENIZER_PATH = env.str("UPSTREAM_TOKENIZER_PATH", default="")
+# The default upstream (issue 29): does its model take images; which create parameters
+# (prompt_cache_key, prompt_cache_retention, service_tier, safety_identifier) it is sent.
+UPSTREAM_ACCEPTS_IMAGES = env.bool("UPSTREAM_ACCEPTS_IMAGES", default=True)
+UPSTREAM_PASSTHROUGH_PARAMS = env.list("UPSTREAM_PASSTHROUGH_PARAMS", default=[])
 # Server-side compaction (responses_app/context/): the user messages a compaction keeps, at
 # most this many characters of them, newest first (the newest is always kept).
 COMPACTION_KEEP_USER_CHARS = env.int("COMPACTION_KEEP_USER_CHARS", default=20_000)

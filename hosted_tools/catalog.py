@@ -3,9 +3,11 @@ that the model cannot be offered as a client function, and what becomes of it he
 
 `web_search` (and its dated and preview variants) and `file_search` run when a backend is
 configured (WEB_SEARCH_BACKEND; the vector stores app). The other types name tools OpenAI
-runs in its own sandboxes or that need a special client (computer use, shells): no backend
-here runs them. A tool the deployment cannot run is refused with a 400 naming it and the
-setting that changes that, or, for the types in HOSTED_TOOLS_DROP_UNAVAILABLE (default: the
+runs in its own sandboxes or that need a special client (computer use): no backend here
+runs them. (`shell`, `local_shell`, `apply_patch` and a `tool_search` run by the client are
+not here: the client runs them, and any model is offered them as functions:
+responses_app.client_tool_items.) A tool the deployment cannot run is refused with a 400
+naming it and the setting that changes that, or, for the types in HOSTED_TOOLS_DROP_UNAVAILABLE (default: the
 web search types, which Codex sends on every request), dropped: not offered, not echoed,
 named in the `X-Gateway-Dropped-Tools` response header and counted in the
 `gateway_hosted_tools_dropped{type}` metric. Pure but for reading settings.
@@ -24,11 +26,8 @@ UNBACKED_TYPES = {
     "image_generation": "an image model",
     "computer_use_preview": "a computer-use model and a client driving a screen",
     "computer": "a computer-use model and a client driving a screen",
-    "local_shell": "a model trained for the local shell tool",
-    "shell": "a model trained for the shell tool",
     "tool_search": "server-side tool search",
     "programmatic_tool_calling": "a code sandbox calling tools",
-    "apply_patch": "a model trained for the apply_patch tool",
 }
 HOSTED_TYPES = (*WEB_SEARCH_TYPES, *FILE_SEARCH_TYPES, *UNBACKED_TYPES)
 DROPPED_HEADER = "X-Gateway-Dropped-Tools"

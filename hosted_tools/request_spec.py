@@ -5,6 +5,7 @@ tool as stored and echoed, or None when it is dropped; a tool that can neither r
 dropped is the 400. `check_tool_choice()` refuses a `tool_choice` that leaves the model no
 tool to call (`required`, or naming a tool that is not there).
 """
+from responses_app.create.client_tool_items import CLIENT_TOOL_TYPES
 from responses_app.errors import InvalidRequest
 from responses_app.translation.hosted_items import FILE_SEARCH as FILE_SEARCH_FUNCTION
 from responses_app.translation.hosted_items import WEB_SEARCH as WEB_SEARCH_FUNCTION
@@ -171,6 +172,8 @@ def callable_names(tools: list[dict], hosted: bool = True) -> set[str]:
     for tool in tools:
         if tool["type"] in ("function", "custom"):
             names.add(tool["name"])
+        elif tool["type"] in (*CLIENT_TOOL_TYPES, "tool_search"):  # a function of that name
+            names.add(tool["type"])
         elif tool["type"] == "namespace":
             names |= {inner["name"] for inner in tool["tools"]}
         elif hosted and tool["type"] in WEB_SEARCH_TYPES:
@@ -196,6 +199,9 @@ def check_tool_choice(choice, tools: list[dict]) -> None:
         # (an MCP tool's function name is known once its server is listed, in the run)
         raise InvalidRequest(f"Tool choice '{kind}' with name '{choice['name']}' not found in "
                              f"'tools' parameter.", param="tool_choice", code="invalid_value")
+    if kind in CLIENT_TOOL_TYPES and kind not in names:
+        raise InvalidRequest(f"Tool choice '{kind}' names a tool this request does not offer.",
+                             param="tool_choice", code="invalid_value")
     if kind in HOSTED_TYPES and hosted_choice_function(kind) not in names:
         raise InvalidRequest(f"Tool choice '{kind}' names a tool this request does not offer "
                              f"(or this gateway dropped).", param="tool_choice",

@@ -15,8 +15,10 @@ from django.conf import settings
 # runs up a floor: the runner is a part of the run (worker side) kept with the MCP app; it
 # renders the upstream's items and cleans a tool's output as the rest of the run does
 from responses_app.context.compaction_items import upstream_items
+from responses_app.context.rendering import route_of
 from responses_app.create.nul import without_nul
 from responses_app.translation.chat_request import build_chat_request
+from responses_app.translation.client_tools import OUTPUT_TYPES
 from responses_app.translation.mcp_history import upstream_function_name
 from responses_app.translation.state_machine import McpToolTarget
 
@@ -28,7 +30,7 @@ from .run_plan import McpRunPlan
 log = logging.getLogger(__name__)
 
 # Items after which the client must act: the run ends when a turn produced one.
-CLIENT_ITEMS = {"function_call", "custom_tool_call", "mcp_approval_request"}
+CLIENT_ITEMS = {"function_call", "custom_tool_call", "mcp_approval_request", *OUTPUT_TYPES}
 
 
 class McpToolLoop:
@@ -96,11 +98,13 @@ class McpToolLoop:
         items = upstream_items(self.job.items + output)
         if self.hosted:
             items = self.hosted.as_function_items(items)
+        route = route_of(self.job.model)
         return build_chat_request(
             model=self.job.model, instructions=self.job.request.get("instructions"),
             items=items, params=params, include=self.job.include,
             max_tokens_param=settings.UPSTREAM_MAX_TOKENS_PARAM,
-            merge_user_messages=settings.UPSTREAM_MERGE_USER_MESSAGES).body
+            merge_user_messages=settings.UPSTREAM_MERGE_USER_MESSAGES,
+            images=route.accepts_images, passthrough=route.passthrough_params).body
 
     async def _tools_of(self, label, server) -> list[dict]:
         reused = self._listed_before(label)

@@ -8,6 +8,7 @@ from django.conf import settings
 
 from conversations.services import conversation_check_input
 from mcp_tools.services import mcp_request_prepare
+from prompts.services import apply_prompt
 
 from . import lifecycle
 from .bus import event_bus
@@ -33,7 +34,7 @@ def needs_lookups(create: CreateRequest) -> bool:
     a chain, a conversation, referenced items, MCP servers and approvals. Such a request
     is prepared on a database thread, and its run reads its history when it starts."""
     continues_stored = create.previous_response_id and create.history is None
-    return bool(continues_stored or create.conversation_id
+    return bool(continues_stored or create.conversation_id or create.params.get("prompt")
                 or any(item["type"] in LOOKUP_ITEM_TYPES for item in create.input_items)
                 or any(tool["type"] == "mcp" for tool in create.params.get("tools") or ()))
 
@@ -46,6 +47,8 @@ def response_prepare(tenant: Tenant, create: CreateRequest,
     the run reads nothing stored and the job fits a message; a background run waits for
     its claim (cancelled while queued, it must never reach the upstream). `context`
     travels with the run (request id, what its admission must settle)."""
+    if create.params.get("prompt"):
+        apply_prompt(tenant, create)
     previous = create.previous_response_id
     if previous and create.history is None and not _is_stored(tenant, previous):
         raise InvalidRequest(f"Previous response with id '{previous}' not found.",

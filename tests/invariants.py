@@ -178,6 +178,12 @@ ITEM_KINDS = {
                                    "response.file_search_call.completed")),
         ItemKind("compaction", ("id",), status_required=False,
                  tolerated_events=("response.compaction.compacting",)),
+        # shell commands stream by output_index and command_index (no item_id): _shell_command
+        ItemKind("shell_call", ("id", "call_id"), status_required=True),
+        ItemKind("local_shell_call", ("id", "call_id"), status_required=True),
+        ItemKind("apply_patch_call", ("id", "call_id"), status_required=True,
+                 done_statuses=("completed",)),
+        ItemKind("tool_search_call", ("id", "call_id"), status_required=True),
     )
 }
 ALL_TOLERATED_EVENTS = frozenset(e for k in ITEM_KINDS.values() for e in k.tolerated_events)
@@ -204,6 +210,11 @@ class _OpenItem:
     parts: dict[str, list[_Part]] = field(default_factory=dict)  # container -> parts by index
     arg_deltas: list[str] = field(default_factory=list)
     arguments_done: str | None = None
+    commands: list = field(default_factory=list)  # a shell_call's [deltas, done command or None]
+
+
+SHELL_COMMAND_EVENTS = ("response.shell_call_command.added", "response.shell_call_command.delta",
+                        "response.shell_call_command.done")
 
 
 def _where(i: int, ev: dict) -> str:
@@ -355,6 +366,8 @@ class _ItemChecker:
             self._text_done(i, ev, TEXT_DONE_EVENTS[t])
         elif t in ARGUMENT_EVENTS:
             self._arguments(i, ev)
+        elif t in SHELL_COMMAND_EVENTS:
+            self._shell_command(i, ev)
         elif t in ALL_TOLERATED_EVENTS:
             state = self._item_for(i, ev)
             assert t in state.kind.tolerated_events, (
@@ -434,8 +447,35 @@ class _ItemChecker:
             assert item.get(ch.key) == state.arguments_done, (
                 f"{_where(i, ev)}: item {ch.key!r} {item.get(ch.key)!r} != {ch.done_event} {state.arguments_done!r}"
             )
+        if kind.type == "shell_call":
+            assert all(done is not None for _, done in state.commands), (
+                f"{_where(i, ev)}: a shell command was added but never done")
+            assert item["action"]["commands"] == [done for _, done in state.commands], (
+                f"{_where(i, ev)}: action.commands {item['action']['commands']!r} != the commands "
+                f"streamed {[done for _, done in state.commands]!r}")
         del self.open[item_id]
         self.done_items[state.output_index] = item
+
+    def _shell_command(self, i: int, ev: dict) -> None:
+        """`shell_call_command.added` (command ''), `.delta`s, `.done` (their concatenation),
+        command_index 0, 1, 2.. in order, on an open shell_call named by output_index."""
+        state = next((s for s in self.open.values() if s.output_index == ev.get("output_index")), None)
+        assert state is not None and state.kind.type == "shell_call", (
+            f"{_where(i, ev)}: output_index {ev.get('output_index')!r} is not an open shell_call")
+        index, stage = ev.get("command_index"), ev["type"].rsplit(".", 1)[1]
+        if stage == "added":
+            assert index == len(state.commands), f"{_where(i, ev)}: command_index {index!r}, expected {len(state.commands)}"
+            assert ev.get("command") == "", f"{_where(i, ev)}: an added command must be ''"
+            state.commands.append([[], None])
+            return
+        assert type(index) is int and 0 <= index < len(state.commands), f"{_where(i, ev)}: command {index!r} not added"
+        deltas, done = state.commands[index]
+        assert done is None, f"{_where(i, ev)}: command {index} already done"
+        if stage == "delta":
+            deltas.append(ev["delta"])
+        else:
+            assert ev.get("command") == "".join(deltas), f"{_where(i, ev)}: command != concatenated deltas"
+            state.commands[index][1] = ev["command"]
 
     def _part_added(self, i: int, ev: dict, family: PartFamily) -> None:
         state = self._item_for(i, ev)

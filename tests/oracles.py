@@ -71,6 +71,8 @@ OPENRESPONSES_UNVALIDATED_EVENTS = {
     "response.mcp_call_arguments.done": _NO_MCP,
     "response.custom_tool_call_input.delta": "Open Responses (spec 2026-04-24) has no custom tools",
     "response.custom_tool_call_input.done": "Open Responses (spec 2026-04-24) has no custom tools",
+    **{f"response.shell_call_command.{stage}": "Open Responses (spec 2026-04-24) has no shell tool"
+       for stage in ("added", "delta", "done")},
 }
 
 _NO_MCP_ITEM = "Open Responses output items are message/function_call/function_call_output/reasoning/compaction"
@@ -84,6 +86,10 @@ OPENRESPONSES_UNMODELLED_ITEM_TYPES = {
     "custom_tool_call": _NO_MCP_ITEM,
     "web_search_call": _NO_MCP_ITEM,
     "file_search_call": _NO_MCP_ITEM,
+    "shell_call": _NO_MCP_ITEM,
+    "local_shell_call": _NO_MCP_ITEM,
+    "apply_patch_call": _NO_MCP_ITEM,
+    "tool_search_call": _NO_MCP_ITEM,
 }
 # Other ways we adapt a response object before the ResponseResource check, with the reason.
 OPENRESPONSES_RESPONSE_ADJUSTMENTS = {

@@ -48,6 +48,9 @@ STRUCTURED = {
                            [{"type": "compaction", "compact_threshold": 0}],
                            [{"type": "compaction", "compact_threshold": "9"}],
                            [{"type": "truncation"}], [{}], {"type": "compaction"}],
+    "prompt": [{"id": "pmpt_1"}, {"id": "pmpt_1", "version": "2", "variables": {"a": "b"}},
+               {"id": ""}, {"id": "pmpt_1", "version": "x"}, {"id": "pmpt_1", "variables": 3},
+               {"id": "pmpt_1", "variables": {"a": 3}}, {"id": "pmpt_1", "other": 1}],
 }
 
 # (field, probe as JSON): accepted by the schema, refused by the validator, and why.

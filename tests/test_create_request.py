@@ -79,7 +79,8 @@ def test_items_without_ids_get_generated_ids_by_type():
     assert [without_id(item) for item in request.input_items] == [
         ("fc", {"type": "function_call", "call_id": "call_1", "name": "ping", "arguments": "",
                 "status": "completed"}),
-        ("fco", {"type": "function_call_output", "call_id": "call_1", "output": "pong",
+        ("fco", {"type": "function_call_output", "call_id": "call_1", "output": [
+            {"type": "input_text", "text": "po"}, {"type": "input_text", "text": "ng"}],
                  "status": "completed"}),
         ("rs", {"type": "reasoning", "summary": [], "content": [],
                 "encrypted_content": "opaque"}),
@@ -199,8 +200,9 @@ REJECTED = [
     ("background without store", {"model": "m", "input": "hi", "background": True,
                                   "store": False},
      "background", "invalid_value"),
-    ("prompt", {"model": "m", "input": "hi", "prompt": {"id": "pmpt_1"}},
-     "prompt", "unsupported_parameter"),
+    ("prompt version not a number",
+     {"model": "m", "input": "hi", "prompt": {"id": "pmpt_1", "version": "latest"}},
+     "prompt.version", "invalid_value"),
     ("conversation a number", {"model": "m", "input": "hi", "conversation": 7},
      "conversation", "invalid_type"),
     ("conversation without id", {"model": "m", "input": "hi", "conversation": {"name": "x"}},
@@ -247,8 +249,7 @@ def test_every_parameter_of_the_openai_sdk_is_known():
 
 
 def test_the_parameters_the_gateway_does_not_apply_are_accepted_and_left_out():
-    request = parse(input="hi", prompt_cache_retention="24h",
-                    prompt_cache_options={"mode": "implicit"},
+    request = parse(input="hi", prompt_cache_options={"mode": "implicit"},
                     stream_options={"include_obfuscation": False},
                     background_options={"completion_window": "soonest"},
                     moderation={"model": "omni-moderation-latest"},

@@ -67,7 +67,7 @@ def test_custom_items_are_stored_in_their_shapes():
         {"id": "ctc_1", "type": "custom_tool_call", "call_id": "call_1", "name": "apply_patch",
          "input": "a", "status": "completed"},
         {"id": "ctco_1", "type": "custom_tool_call_output", "call_id": "call_1",
-         "output": "Done", "status": "completed"}]
+         "output": [{"type": "input_text", "text": "Done"}], "status": "completed"}]
 
 
 # --- upstream request -----------------------------------------------------------------------

@@ -6,6 +6,7 @@ import pytest
 from hosted_tools.catalog import HOSTED_TYPES, UNBACKED_TYPES, WEB_SEARCH_TYPES
 from hosted_tools.dropped import dropped_tools_header
 from observability.metrics import HOSTED_TOOLS_DROPPED
+from responses_app.create.client_tool_items import CLIENT_TOOL_TYPES
 from responses_app.create.request import parse_create_request
 from responses_app.errors import InvalidRequest
 
@@ -35,7 +36,8 @@ def schema_tool_types() -> set[str]:
 
 def test_the_catalog_names_every_tool_type_of_the_openai_schema():
     schema_types = schema_tool_types()
-    assert schema_types - set(HOSTED_TYPES) == {"function", "mcp", "custom", "namespace"}
+    assert schema_types - set(HOSTED_TYPES) == {"function", "mcp", "custom", "namespace",
+                                                *CLIENT_TOOL_TYPES}
     assert set(HOSTED_TYPES) - schema_types == set()
 
 

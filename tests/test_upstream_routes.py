@@ -206,3 +206,23 @@ def test_the_command_sets_and_lists_a_routes_replicas(capsys):
     assert capsys.readouterr().out.splitlines()[-1] == (
         "pool: pool-* -> http://a:8000/v1, http://b:8000/v1, http://c:8000/v1 "
         "(no key, max concurrency 8)")
+
+
+def test_a_route_says_whether_its_model_takes_images_and_what_is_passed_on():
+    from responses_app.context.rendering import chat_request_for
+    from responses_app.create.request import parse_create_request
+
+    make_route("text-only", "txt-*", accepts_images=False,
+               passthrough_params=["prompt_cache_key", "service_tier"])
+    create = parse_create_request({"model": "txt-1", "prompt_cache_key": "k7", "input": [
+        {"role": "user", "content": [{"type": "input_image", "image_url": "https://i/x.png"}]}]})
+    request = {"instructions": None, "params": create.params, "include": []}
+    body = chat_request_for("txt-1", request, create.input_items).body
+    assert (body["messages"], body["prompt_cache_key"], body["service_tier"]) == (
+        [{"role": "user", "content": "[image: https://i/x.png]"}], "k7", "default")
+    default = chat_request_for("llama3", request, create.input_items).body
+    assert "prompt_cache_key" not in default
+    assert default["messages"][0]["content"][0]["type"] == "image_url"
+    with pytest.raises(ValidationError):
+        UpstreamRoute(name="bad", model_pattern="b", base_url="http://b:1/v1",
+                      passthrough_params=["temperature"]).full_clean()

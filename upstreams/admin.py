@@ -21,7 +21,8 @@ class UpstreamRouteForm(forms.ModelForm):
         model = UpstreamRoute
         fields = ["name", "model_pattern", "base_url", "replica_urls", "api_key", "clear_api_key",
                   "connect_timeout", "read_timeout", "extra_headers", "max_concurrency",
-                  "context_window", "token_counter", "tokenizer_path", "enabled"]
+                  "context_window", "token_counter", "tokenizer_path", "accepts_images",
+                  "passthrough_params", "enabled"]
 
     def clean_token_counter(self):
         return self.cleaned_data.get("token_counter") or "estimate"

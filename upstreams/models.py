@@ -42,6 +42,17 @@ def validate_extra_headers(value) -> None:
                               'e.g. {"x-org": "acme"}.')
 
 
+# Create parameters a backend may take as they are (OpenAI's own Chat Completions does).
+PASSTHROUGH_PARAMS = ("prompt_cache_key", "prompt_cache_retention", "service_tier",
+                      "safety_identifier")
+
+
+def validate_passthrough_params(value) -> None:
+    if not isinstance(value, list) or not all(v in PASSTHROUGH_PARAMS for v in value):
+        raise ValidationError("Enter a list of parameter names among: "
+                              + ", ".join(PASSTHROUGH_PARAMS) + ".")
+
+
 def validate_model_pattern(value: str) -> None:
     if not value or "*" in value[:-1] or value == "*":
         raise ValidationError("Enter a model name, or a prefix followed by one '*' (e.g. gpt-*).")
@@ -82,6 +93,14 @@ class UpstreamRoute(models.Model):
     tokenizer_path = models.CharField(
         max_length=500, blank=True, default="",
         help_text="A local tokenizer.json (Hugging Face tokenizers), for the 'tokenizer' counter.")
+    accepts_images = models.BooleanField(
+        default=True, help_text="The model takes image parts. Off: images (in messages and "
+                                "tool outputs) reach it as text naming them.")
+    passthrough_params = models.JSONField(
+        default=list, blank=True, validators=[validate_passthrough_params],
+        help_text="Create parameters sent on to this backend as they are, e.g. "
+                  '["prompt_cache_key", "service_tier"]. Choices: '
+                  + ", ".join(PASSTHROUGH_PARAMS) + ".")
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

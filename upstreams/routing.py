@@ -34,6 +34,8 @@ class Route:
     context_window: int | None = None  # tokens; None: unknown (vLLM: asked, see token_counting)
     token_counter: str = "estimate"
     tokenizer_path: str = ""
+    accepts_images: bool = True
+    passthrough_params: tuple[str, ...] = ()  # create parameters sent on as they are
     # Why this route cannot be used (its key does not decrypt); its requests then fail
     # rather than silently going to another upstream.
     problem: str | None = None
@@ -115,7 +117,9 @@ def default_route() -> Route:
                  max_concurrency=settings.UPSTREAM_MAX_CONCURRENCY,
                  context_window=settings.UPSTREAM_CONTEXT_WINDOW or None,
                  token_counter=settings.UPSTREAM_TOKEN_COUNTER,
-                 tokenizer_path=settings.UPSTREAM_TOKENIZER_PATH)
+                 tokenizer_path=settings.UPSTREAM_TOKENIZER_PATH,
+                 accepts_images=settings.UPSTREAM_ACCEPTS_IMAGES,
+                 passthrough_params=tuple(settings.UPSTREAM_PASSTHROUGH_PARAMS))
 
 
 def load_route_table() -> RouteTable:
@@ -147,4 +151,6 @@ def _route_of(row) -> Route:
         max_concurrency=row.max_concurrency, pattern=row.model_pattern, problem=problem,
         context_window=row.context_window, token_counter=row.token_counter,
         tokenizer_path=row.tokenizer_path, more_urls=row.replica_url_list(),
+        accepts_images=row.accepts_images,
+        passthrough_params=tuple(row.passthrough_params or ()),
     )

@@ -23,13 +23,14 @@ import orjson
 from django.conf import settings
 
 from ..ids import new_id
+from ..translation.client_tools import OUTPUT_TYPES
 
 STEER_KEYS = {"type", "previous_response_id", "input"}
 MESSAGE_KEYS = {"type", "role", "content"}
 PART_TYPES = {"input_text", "input_image", "input_file"}
 # Output items the client must answer before a response can be continued.
 CLIENT_OWNED = {"function_call": "function_call_output",
-                "custom_tool_call": "custom_tool_call_output"}
+                "custom_tool_call": "custom_tool_call_output", **OUTPUT_TYPES}
 
 
 @dataclass

@@ -8,8 +8,11 @@ applies it. `parse_fields()` validates a body against it (a parameter not in it 
 `CreateResponseRequest` from it, so the document and the validator cannot drift apart.
 Rules that tie two fields together are responses_app.create.request's.
 """
+from prompts.request_spec import SCHEMA as PROMPT_SCHEMA
+from prompts.request_spec import parse_prompt
+
 from .fields import (
-    Boolean, Choice, Custom, Field, Integer, Number, Opaque, Refused, String,
+    Boolean, Choice, Custom, Field, Integer, Number, Opaque, String,
 )
 from .params import (
     CONVERSATION, INCLUDE, INPUT, METADATA, MODEL, REASONING, TEXT, TOOL_CHOICE, TOOLS,
@@ -21,7 +24,9 @@ from ..errors import InvalidRequest
 CONTEXT_MANAGEMENT = Custom(parse_context_management, CONTEXT_MANAGEMENT_SCHEMA)
 
 CREATE_BODY = (
-    Field("prompt", Refused("Reusable prompts (`prompt`) are not supported by this gateway.")),
+    Field("prompt", Custom(parse_prompt, PROMPT_SCHEMA),
+          description="A stored prompt template of the tenant: its version's instructions "
+                      "and messages, variables filled, go before the request's."),
     Field("model", MODEL, required=True,
           description="Routed to an upstream by name or prefix (GET /v1/models)."),
     Field("input", INPUT, required=True),
@@ -51,15 +56,18 @@ CREATE_BODY = (
     Field("metadata", METADATA, default=dict),
     Field("user", String()),
     Field("safety_identifier", String()),
-    Field("prompt_cache_key", String(), applied=False, description="Echoed."),
-    Field("service_tier", String(), default="default", applied=False,
-          description="Echoed (`auto` as `default`)."),
+    Field("prompt_cache_key", String(),
+          description="Echoed; sent to the backends whose route passes it on."),
+    Field("service_tier", String(), default="default",
+          description="Echoed (`auto` as `default`); sent to the backends whose route "
+                      "passes it on."),
+    Field("prompt_cache_retention", Choice(("in_memory", "24h")),
+          description="Sent to the backends whose route passes it on."),
     Field("context_management", CONTEXT_MANAGEMENT,
           description="Server-side compaction past `compact_threshold` input tokens."),
     Field("instructions", String()),
     Field("previous_response_id", String()),
     # Accepted, checked for their type, and not used.
-    Field("prompt_cache_retention", Choice(("in_memory", "24h")), applied=False),
     Field("prompt_cache_options", Opaque("object"), applied=False),
     Field("stream_options", Opaque("object"), applied=False),
     Field("background_options", Opaque("object"), applied=False),

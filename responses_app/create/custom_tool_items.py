@@ -8,6 +8,7 @@ A custom tool is `{"type": "custom", "name", "description", "format"}`, `format`
 from .fields import required_name, required_string
 from ..errors import InvalidRequest
 from ..ids import new_id
+from .tool_output_parts import tool_output
 
 GRAMMAR_SYNTAXES = ("lark", "regex")
 CUSTOM_TOOL_SCHEMA = {
@@ -65,12 +66,7 @@ def _custom_tool_call(item, param) -> dict:
 
 
 def _custom_tool_call_output(item, param) -> dict:
-    output = item.get("output")
-    if isinstance(output, list):
-        output = "".join(p.get("text", "") for p in output if isinstance(p, dict))
-    if not isinstance(output, str):
-        raise InvalidRequest(f"'{param}.output' must be a string or a list of parts.",
-                             param=f"{param}.output", code="invalid_type")
+    output = tool_output(item.get("output"), f"{param}.output")
     return {"id": _item_id(item, "ctco"), "type": "custom_tool_call_output",
             "call_id": required_string(item, "call_id", param), "output": output,
             "status": "completed"}

@@ -12,9 +12,11 @@ from mcp_tools.request_spec import MCP_ITEM_BUILDERS
 # owns the item's one description (compaction, rendering)
 from ..context.compaction_items import compaction_input_item
 from .fields import required_string
+from .client_tool_items import CLIENT_TOOL_ITEM_BUILDERS
 from .custom_tool_items import CUSTOM_ITEM_BUILDERS
 from ..errors import InvalidRequest
 from ..ids import new_id
+from .tool_output_parts import tool_output
 
 MESSAGE_ROLES = ("user", "assistant", "system", "developer")
 PHASES = ("commentary", "final_answer")
@@ -113,12 +115,7 @@ def _function_call(item, param) -> dict:
 
 
 def _function_call_output(item, param) -> dict:
-    output = item.get("output")
-    if isinstance(output, list):
-        output = "".join(p.get("text", "") for p in output if isinstance(p, dict))
-    if not isinstance(output, str):
-        raise InvalidRequest(f"'{param}.output' must be a string.", param=f"{param}.output",
-                             code="invalid_type")
+    output = tool_output(item.get("output"), f"{param}.output")
     return {"id": _client_id(item, "fco"), "type": "function_call_output",
             "call_id": required_string(item, "call_id", param), "output": output,
             "status": "completed"}
@@ -150,6 +147,7 @@ ITEM_BUILDERS = {
     "compaction": compaction_input_item,
     **MCP_ITEM_BUILDERS,
     **CUSTOM_ITEM_BUILDERS,
+    **CLIENT_TOOL_ITEM_BUILDERS,
     **HOSTED_ITEM_BUILDERS,
 }
 

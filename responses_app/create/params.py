@@ -9,13 +9,14 @@ from hosted_tools.catalog import HOSTED_TYPES
 from hosted_tools.request_spec import check_hosted_tool_count, hosted_tool
 from mcp_tools.request_spec import check_mcp_tool_count, mcp_tool
 
+from .client_tool_items import CLIENT_TOOL_TYPES, check_client_tool_names, client_tool
 from .fields import Custom, nullable, ref, required_name, type_error
 from .custom_tool_items import custom_tool
 from ..errors import InvalidRequest
 from .input_items import normalize_input
 
 # Hosted tools: run, refused or dropped, as hosted_tools.catalog says.
-TOOL_TYPES = ("function", "namespace", "mcp", "custom", *HOSTED_TYPES)
+TOOL_TYPES = ("function", "namespace", "mcp", "custom", *CLIENT_TOOL_TYPES, *HOSTED_TYPES)
 TOOL_CHOICE_MODES = ("auto", "none", "required")
 TEXT_FORMATS = ("text", "json_schema", "json_object")
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
@@ -62,6 +63,9 @@ def _tools(value, param) -> tuple[list[dict], dict, list[str]]:
             tools.append(_namespace_tool(tool, param))
         elif kind == "custom":
             tools.append(custom_tool(tool, param))
+        elif kind in CLIENT_TOOL_TYPES or (kind == "tool_search"
+                                           and tool.get("execution") == "client"):
+            tools.append(client_tool(tool, param))
         elif kind == "mcp":
             stored, headers = mcp_tool(tool, param)
             tools.append(stored)
@@ -78,6 +82,7 @@ def _tools(value, param) -> tuple[list[dict], dict, list[str]]:
                                  f"tool type.", param=f"{param}.type", code="invalid_value")
     check_mcp_tool_count(tools)
     check_hosted_tool_count(tools)
+    check_client_tool_names(tools)
     return tools, mcp_headers, dropped
 
 
@@ -100,9 +105,12 @@ def _function_tool(tool, param) -> dict:
         raise InvalidRequest(f"'{param}.parameters' must be an object.",
                              param=f"{param}.parameters", code="invalid_type")
     strict = tool.get("strict")
-    return {"type": "function", "name": required_name(tool, "name", param),
-            "description": tool.get("description"), "parameters": parameters,
-            "strict": True if strict is None else bool(strict)}
+    stored = {"type": "function", "name": required_name(tool, "name", param),
+              "description": tool.get("description"), "parameters": parameters,
+              "strict": True if strict is None else bool(strict)}
+    if tool.get("defer_loading"):  # offered once a tool search loads it
+        stored["defer_loading"] = True
+    return stored
 
 
 TOOLS = Custom(_tools, {"type": "array", "items": {"oneOf": [
@@ -117,7 +125,7 @@ def _tool_choice(value, param):
     if isinstance(value, dict):
         if value.get("type") in ("function", "custom") and isinstance(value.get("name"), str):
             return {"type": value["type"], "name": value["name"]}
-        if value.get("type") in HOSTED_TYPES:  # {"type": "web_search_preview"}, ...
+        if value.get("type") in (*HOSTED_TYPES, *CLIENT_TOOL_TYPES):  # {"type": "shell"}, ...
             return {"type": value["type"]}
         if value.get("type") == "allowed_tools" and isinstance(value.get("tools"), list):
             mode = value.get("mode", "auto")
@@ -136,7 +144,7 @@ TOOL_CHOICE = Custom(_tool_choice, {"oneOf": [
     {"type": "object", "required": ["type", "name"], "additionalProperties": True,
      "properties": {"type": {"enum": ["function", "custom"]}, "name": STRING}},
     {"type": "object", "required": ["type"], "additionalProperties": True,
-     "properties": {"type": {"enum": list(HOSTED_TYPES)}}},
+     "properties": {"type": {"enum": [*HOSTED_TYPES, *CLIENT_TOOL_TYPES]}}},
     {"type": "object", "required": ["type", "tools"], "additionalProperties": True,
      "properties": {"type": {"const": "allowed_tools"}, "mode": {"enum": ["auto", "required"]},
                     "tools": {"type": "array", "items": OBJECT}}},

@@ -58,6 +58,10 @@ def parse_create_request(body) -> CreateRequest:
     params["tools"] = tools
     if values["context_management"]:  # server-side compaction (responses_app/context)
         params["context_management"] = values["context_management"]
+    if values["prompt"]:  # filled in by prompts.services, which echoes it
+        params["prompt"] = values["prompt"]
+    if values["prompt_cache_retention"]:  # passed on to the backends that take it
+        params["prompt_cache_retention"] = values["prompt_cache_retention"]
     if params["service_tier"] == "auto":
         params["service_tier"] = "default"
     return CreateRequest(
@@ -77,6 +81,12 @@ def parse_create_request(body) -> CreateRequest:
 
 
 def _check_combinations(values: dict) -> None:
+    triggers = [i for i, item in enumerate(values["input"])
+                if item["type"] == "compaction_trigger"]
+    if triggers and triggers != [len(values["input"]) - 1]:
+        raise InvalidRequest("A compaction_trigger item must be the last input item (and "
+                             "there is at most one).", param=f"input[{triggers[0]}]",
+                             code="invalid_value")
     if values["background"] and not values["store"]:
         raise InvalidRequest("Background responses must be stored: background=true needs "
                              "store=true.", param="background", code="invalid_value")

@@ -6,13 +6,16 @@ Everything else about calls and outputs is repaired before the upstream call
 from conversations.items import conversation_items
 
 from .request import CreateRequest
+from ..translation.client_tools import OUTPUT_TYPES
 from ..errors import InvalidRequest
 from ..history import chain_items
 from ..models import Tenant
 
-CALLS = {"function_call": "function_call_output", "custom_tool_call": "custom_tool_call_output"}
+CALLS = {"function_call": "function_call_output", "custom_tool_call": "custom_tool_call_output",
+         **OUTPUT_TYPES}
 OUTPUT_NAMES = {"function_call_output": "function call output",
-                "custom_tool_call_output": "custom tool call output"}
+                "custom_tool_call_output": "custom tool call output",
+                **{output: output.replace("_", " ") for output in OUTPUT_TYPES.values()}}
 
 
 def check_tool_outputs(tenant: Tenant, create: CreateRequest, input_items: list[dict]) -> None:

@@ -5,14 +5,19 @@ assistant message whose `tool_calls` holds its id, calls of one turn share one a
 message, unanswered calls are dropped and duplicate outputs are dropped (a safety net: on
 the way to the upstream no call is left unanswered). The request's items are first repaired (translation.history_repair: calls and outputs paired and grouped,
 consecutive user messages merged when asked), with custom tool calls as function calls
-(custom_tools).
+(custom_tools), and shell, local shell and apply_patch calls too (client_tools).
 """
 from dataclasses import dataclass, field
 
+from .client_tools import (
+    CALL_TYPES, client_items_as_function_items, client_tool_as_function, client_tool_names,
+    tools_from_items,
+)
 from .custom_tools import custom_items_as_function_items, custom_tool_as_function
 from .history_repair import merge_consecutive_users, repair_items
 from .hosted_items import function_for_tool_type, hosted_items_as_function_items
 from .mcp_history import NAMESPACE_SEPARATOR, mcp_items_as_function_items
+from .tool_output_content import images_message, output_for_upstream
 
 SYSTEM_ROLES = {"system": "system", "developer": "system"}
 LOGPROBS_INCLUDE = "message.output_text.logprobs"
@@ -25,19 +30,25 @@ class ChatRequest:
     function_names: dict = field(default_factory=dict)
     # upstream function names that stand for custom tools
     custom_tools: frozenset = frozenset()
+    # upstream function name -> client-run tool type (shell, local_shell, apply_patch)
+    client_tools: dict = field(default_factory=dict)
     # the history repairs made (translation.history_repair), for the run to log and count
     repairs: list = field(default_factory=list)
 
 
 def build_chat_request(*, model: str, instructions: str | None, items: list[dict],
                        params: dict, include: list[str], max_tokens_param: str,
-                       merge_user_messages: bool = False) -> ChatRequest:
+                       merge_user_messages: bool = False, images: bool = True,
+                       passthrough: tuple = ()) -> ChatRequest:
+    """`images`: the route's model takes images (else they reach it as text);
+    `passthrough`: the create parameters the route's backend is sent as they are
+    (prompt_cache_key, prompt_cache_retention, service_tier, safety_identifier)."""
     messages = []
     if instructions:
         messages.append({"role": "system", "content": instructions})
-    repaired = repair_items(custom_items_as_function_items(mcp_items_as_function_items(
-        hosted_items_as_function_items(items))))
-    history, repairs = messages_from_items(repaired.items), repaired.repairs
+    repaired = repair_items(client_items_as_function_items(custom_items_as_function_items(
+        mcp_items_as_function_items(hosted_items_as_function_items(items)))))
+    history, repairs = messages_from_items(repaired.items, images), repaired.repairs
     if merge_user_messages:
         merged = merge_consecutive_users(history)
         history, repairs = merged.items, repairs + merged.repairs
@@ -49,7 +60,8 @@ def build_chat_request(*, model: str, instructions: str | None, items: list[dict
             body[name] = params[name]
     if params.get("max_output_tokens") is not None:
         body[max_tokens_param] = params["max_output_tokens"]
-    tools, function_names = _chat_tools(params.get("tools") or [])
+    offered = [*(params.get("tools") or []), *tools_from_items(items)]
+    tools, function_names = _chat_tools(offered)
     tools, tool_choice = _apply_tool_choice(tools, params.get("tool_choice"), function_names)
     if tools:
         body["tools"] = tools
@@ -64,27 +76,32 @@ def build_chat_request(*, model: str, instructions: str | None, items: list[dict
     user = params.get("safety_identifier") or params.get("user")
     if user:
         body["user"] = user
+    for name in passthrough:
+        if params.get(name) is not None:
+            body[name] = params[name]
     if LOGPROBS_INCLUDE in include or params.get("top_logprobs"):
         body["logprobs"] = True
         if params.get("top_logprobs"):
             body["top_logprobs"] = params["top_logprobs"]
-    custom = frozenset(t["name"] for t in params.get("tools") or () if t["type"] == "custom")
+    custom = frozenset(t["name"] for t in offered if t["type"] == "custom")
     return ChatRequest(body=body, function_names=function_names, custom_tools=custom,
+                       client_tools=client_tool_names(offered),
                        repairs=repairs)
 
 
 # --- messages ------------------------------------------------------------------------------
 
-def messages_from_items(items: list[dict]) -> list[dict]:
+def messages_from_items(items: list[dict], images: bool = True) -> list[dict]:
     items = mcp_items_as_function_items(hosted_items_as_function_items(items))
     calls_by_id = {i["call_id"]: i for i in items if i.get("type") == "function_call"}
     messages: list[dict] = []
     answered: set[str] = set()
+    pending_images: list = []  # (call_id, image parts) of the tool messages just written
     for item in items:
         kind = item.get("type")
         last = messages[-1] if messages else None
         if kind == "message":
-            message = _message(item)
+            message = _message(item, images)
             if message is None:
                 continue
             if message["role"] == "assistant" and last is not None and last["role"] == "assistant":
@@ -107,10 +124,27 @@ def messages_from_items(items: list[dict]) -> list[dict]:
                     "id": call_id, "type": "function",
                     "function": {"name": "function", "arguments": "{}"}}
                 messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-            messages.append({"role": "tool", "tool_call_id": call_id, "content": item["output"]})
+            text, image_parts = output_for_upstream(item["output"], images)
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+            if image_parts:
+                pending_images.append((call_id, image_parts))
             answered.add(call_id)
         # reasoning and anything else is not sent upstream
+        if pending_images and kind != "function_call_output":
+            _show_images(messages, pending_images)
+    if pending_images:
+        _show_images(messages, pending_images)
     return _drop_unanswered_calls(messages, answered)
+
+
+def _show_images(messages: list[dict], pending: list) -> None:
+    """The tool outputs' images, in a user message after the turn's tool messages."""
+    at = len(messages)
+    while at > 0 and messages[at - 1]["role"] != "tool":
+        at -= 1
+    content = [part for call_id, parts in pending for part in images_message(call_id, parts)]
+    messages.insert(at, {"role": "user", "content": content})
+    pending.clear()
 
 
 def _chat_call(item) -> dict:
@@ -151,9 +185,11 @@ def _drop_unanswered_calls(messages, answered) -> list[dict]:
     return result
 
 
-def _message(item) -> dict | None:
+def _message(item, images: bool = True) -> dict | None:
     role = item["role"]
     parts = item.get("content") or []
+    if role == "user" and not images:
+        return {"role": "user", "content": output_for_upstream(parts, False)[0]}
     if role == "user":
         for part in parts:
             if part.get("type") == "input_image":
@@ -201,12 +237,18 @@ def _upstream_name(call_item) -> str:
 def _chat_tools(tools: list[dict]) -> tuple[list[dict], dict]:
     chat_tools, names = [], {}
     for tool in tools:
+        if tool.get("defer_loading"):
+            continue  # offered once a tool search loads it (translation.client_tools)
         if tool["type"] == "function":
             chat_tools.append(_chat_function(tool, tool["name"]))
         elif tool["type"] == "custom":
             chat_tools.append(custom_tool_as_function(tool))
+        elif tool["type"] in CALL_TYPES:
+            chat_tools.append(client_tool_as_function(tool))
         elif tool["type"] == "namespace":
             for inner in tool["tools"]:
+                if inner.get("defer_loading"):
+                    continue
                 upstream = f"{tool['name']}{NAMESPACE_SEPARATOR}{inner['name']}"
                 names[upstream] = (inner["name"], tool["name"])
                 chat_tools.append(_chat_function(inner, upstream))
@@ -232,10 +274,13 @@ def _apply_tool_choice(tools, choice, function_names):
         upstream = next((up for up, (name, _) in function_names.items()
                          if name == choice["name"]), choice["name"])
         return tools, {"type": "function", "function": {"name": upstream}}
+    if choice["type"] in CALL_TYPES:  # {"type": "shell"}: its function bears its name
+        return tools, {"type": "function", "function": {"name": choice["type"]}}
     if choice["type"] != "allowed_tools":  # a hosted tool's {"type": "web_search"}
         return tools, {"type": "function",
                        "function": {"name": function_for_tool_type(choice["type"])}}
     allowed = {t.get("name") or function_for_tool_type(t.get("type"))
+               or (t.get("type") if t.get("type") in CALL_TYPES else None)
                for t in choice["tools"] if isinstance(t, dict)}
     kept = [t for t in tools
             if function_names.get(t["function"]["name"], (t["function"]["name"],))[0] in allowed

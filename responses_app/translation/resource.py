@@ -15,7 +15,7 @@ def new_response_resource(*, response_id: str, created_at: int, model: str, para
                           conversation_id: str | None = None) -> dict:
     sampling = {name: params[name] if params.get(name) is not None else default
                 for name, default in SAMPLING_DEFAULTS.items()}
-    return {
+    resource = {
         "id": response_id,
         "object": "response",
         "created_at": created_at,
@@ -46,3 +46,6 @@ def new_response_resource(*, response_id: str, created_at: int, model: str, para
         "user": params["user"],
         "conversation": {"id": conversation_id} if conversation_id else None,
     }
+    if params.get("prompt"):  # a stored prompt was used (prompts.services)
+        resource["prompt"] = params["prompt"]
+    return resource

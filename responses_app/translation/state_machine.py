@@ -3,7 +3,8 @@
 This module owns the machine: which output item is open (a text segment, tool calls, MCP
 calls awaiting results), the transitions between them, and the response's own lifecycle.
 The items and their events are built in `text_items` (message and reasoning), `tool_items`
-(function calls, MCP approval requests), `custom_tools` (custom tool calls) and
+(function calls, MCP approval requests), `custom_tools` (custom tool calls),
+`client_tool_calls` (shell, local shell and apply_patch calls) and
 `mcp_events` (MCP calls and tool lists); the content part kinds are in `part_kinds`.
 
 `start()` opens the response, `feed(chunk)` turns one decoded chunk into events, `finish()`
@@ -30,6 +31,9 @@ from dataclasses import dataclass, field
 
 from . import hosted_items, mcp_events, text_items, tool_items
 from .citations import annotations_for
+from .client_tool_calls import (
+    ADDED_WHEN_DONE, CLIENT_TOOL_ITEMS, client_call_item, close_client_tool_call,
+)
 from .custom_tools import custom_call_item
 from .part_kinds import OUTPUT_TEXT, REASONING_SUMMARY, REASONING_TEXT, REFUSAL
 from .text_items import TextSegment
@@ -59,6 +63,8 @@ class TranslatorOptions:
     hosted_include: frozenset = frozenset()
     # upstream function names that stand for custom tools (custom_tool_call items)
     custom_tools: frozenset = frozenset()
+    # upstream function name -> client-run tool type (shell, local_shell, apply_patch)
+    client_tools: dict = field(default_factory=dict)
     # set `phase` on output messages (commentary before a tool call, else final_answer)
     phase: bool = False
     now: "callable" = time.time
@@ -127,6 +133,10 @@ class ResponseTranslator:
             kind = call.item["type"]
             if kind in tool_items.CLIENT_CALLS:
                 tool_items.close_client_call(events, call, "completed")
+            elif kind in CLIENT_TOOL_ITEMS:
+                if call.output_index is None:  # added with its complete arguments
+                    call.output_index = self._add_item_index(call.item)
+                close_client_tool_call(events, call, "completed")
             elif kind == "mcp_approval_request":
                 call.item["arguments"] = "".join(call.pieces)
                 events += mcp_events.added_and_done(self._add_item_index(call.item), call.item)
@@ -299,6 +309,12 @@ class ResponseTranslator:
             call = ToolCall(item=item, output_index=self._add_item(events, item, dict(item)))
             events.append(mcp_events.call_in_progress(item, call.output_index))
             return call
+        client_tool = self.options.client_tools.get(upstream_name)
+        if client_tool is not None:
+            item = client_call_item(self.options.ids, piece, client_tool)
+            if item["type"] in ADDED_WHEN_DONE:
+                return ToolCall(item=item, output_index=None)
+            return ToolCall(item=item, output_index=self._add_item(events, item, dict(item)))
         if upstream_name in self.options.custom_tools:
             item = custom_call_item(self.options.ids, piece, upstream_name)
             return ToolCall(item=item, output_index=self._add_item(events, item, dict(item)))
@@ -337,6 +353,8 @@ class ResponseTranslator:
                 self._close_segment(events, status)
             elif thing.item["type"] in tool_items.CLIENT_CALLS:
                 tool_items.close_client_call(events, thing, status)
+            elif thing.item["type"] in CLIENT_TOOL_ITEMS:
+                close_client_tool_call(events, thing, status)
             elif thing.item["type"] in HOSTED_ITEM_TYPES:
                 events.append(mcp_events.call_unfinished(thing.item, thing.output_index, status))
             else:
@@ -344,6 +362,11 @@ class ResponseTranslator:
                     thing.item["arguments"] = "".join(thing.pieces)
                     events.append(mcp_events.arguments_done(thing.item, thing.output_index))
                 events.append(mcp_events.call_unfinished(thing.item, thing.output_index, status))
+        for _, call in sorted(self._calls.items()):  # patches: added once complete, or never
+            if call.output_index is None and call.item["type"] in ADDED_WHEN_DONE \
+                    and status == "completed":
+                call.output_index = self._add_item_index(call.item)
+                close_client_tool_call(events, call, status)
         self._calls = {}
         self._running = {}
         return events

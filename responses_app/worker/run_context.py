@@ -1,8 +1,9 @@
 """A run's context phase, before its first upstream call: server-side compaction when its
-input crosses the `context_management` threshold (the compaction item streams first, in
+input crosses the `context_management` threshold or ends with a `compaction_trigger` item (the compaction item streams first, in
 OpenAI's events), then the fit into the route's context window (truncation or OpenAI's
 400 `context_length_exceeded`). The decisions are responses_app.context's; here they run
 off the event loop and their events go out."""
+from ..create.client_tool_items import compaction_triggered
 from ..context.compaction import compact
 from ..context.plan import count_tokens, measure, needs_context
 from ..context.rendering import chat_request_for
@@ -17,11 +18,14 @@ async def fitted_body(streaming) -> dict:
     job, route = streaming.job, streaming.route
     params = job.request["params"]
     body = job.chat.body
+    triggered = compaction_triggered(job.input_items)
+    if triggered:  # the client asked: compact first, whatever the input's size
+        body = await _compacted(streaming, body)
     if not needs_context(route, params):
         return body
     measured = await blocking(measure, route, job.model, params, body)
     tokens = measured.tokens
-    if measured.threshold is not None and tokens > measured.threshold:
+    if measured.threshold is not None and tokens > measured.threshold and not triggered:
         body = await _compacted(streaming, body)
         tokens = await blocking(count_tokens, route, body)
     if measured.window is None:

@@ -12,11 +12,12 @@ import time
 from observability import metrics
 
 from .. import lifecycle
+from ..translation.client_tools import OUTPUT_TYPES
 
 log = logging.getLogger(__name__)
 
 TOOL_CALL_TYPES = ("function_call", "custom_tool_call", "mcp_call", "web_search_call",
-                   "file_search_call")
+                   "file_search_call", *OUTPUT_TYPES)
 
 
 class ObservedRun:

@@ -68,6 +68,7 @@ class Streaming:
             include_logprobs="message.output_text.logprobs" in job.include,
             function_names=job.chat.function_names,
             custom_tools=job.chat.custom_tools,
+            client_tools=job.chat.client_tools,
             phase=phase_wanted(job.model, settings.OUTPUT_PHASE_MODELS, job.items),
             seal_reasoning=seal if "reasoning.encrypted_content" in job.include else None,
         ))
