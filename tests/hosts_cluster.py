@@ -94,7 +94,7 @@ class Cluster:
     def _start_postgres(self) -> None:
         binaries, datadir = _postgres_bin(), self.workdir / "pgdata"
         datadir.mkdir()
-        user = _postgres_user(datadir)
+        user = _postgres_user(datadir, binaries)
         subprocess.run([str(binaries / "initdb"), "-D", str(datadir), "-U", "postgres",
                         "--auth=trust", "--encoding=utf8"], check=True, user=user,
                        capture_output=True, timeout=120)

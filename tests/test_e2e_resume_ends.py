@@ -82,10 +82,10 @@ def test_the_in_process_bus_ends_a_resume_at_or_past_the_end():
     async def scenario():
         bus = MemoryEventBus(retention_seconds=60)
         writer = bus.writer("resp_1")
-        await writer.append(Entry(0, 2, b"abc", end=False))
+        await writer.append(Entry(0, 2, [b"a", b"b", b"c"], end=False))
         late = await bus.subscribe("resp_1", 5)  # past the last event written: from it
-        await writer.append(Entry(3, 3, b"d", end=True))
+        await writer.append(Entry(3, 3, [b"d"], end=True))
         ended = await bus.subscribe("resp_1", 3)
-        return [(e.first, e.last, e.data, e.end) for e in (await late.get(), await ended.get())]
+        return [(e.first, e.last, e.events, e.end) for e in (await late.get(), await ended.get())]
 
-    assert asyncio.run(scenario()) == [(3, 3, b"d", True), (4, 3, b"", True)]
+    assert asyncio.run(scenario()) == [(3, 3, [b"d"], True), (4, 3, [], True)]

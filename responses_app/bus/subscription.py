@@ -27,7 +27,7 @@ class Subscription:
         trimmed = entry.after(self.cursor)
         if trimmed is None:
             if entry.end and not self.ended:  # the log ended at or before the cursor:
-                self.put(Entry(self.cursor + 1, self.cursor, b"", end=True))  # nothing left
+                self.put(Entry(self.cursor + 1, self.cursor, [], end=True))  # nothing left
             return
         if trimmed.error is None:
             self.cursor = trimmed.last
