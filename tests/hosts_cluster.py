@@ -94,7 +94,7 @@ class Cluster:
     def _start_postgres(self) -> None:
         binaries, datadir = _postgres_bin(), self.workdir / "pgdata"
         datadir.mkdir()
-        user = _postgres_user(datadir)
+        user = _postgres_user(datadir, binaries)
         subprocess.run([str(binaries / "initdb"), "-D", str(datadir), "-U", "postgres",
                         "--auth=trust", "--encoding=utf8"], check=True, user=user,
                        capture_output=True, timeout=120)
@@ -141,6 +141,11 @@ class Cluster:
 
     def upstream_requests(self) -> list[dict]:
         return httpx.get(f"{self.upstream_url}/_log", timeout=10).json()
+
+    def release(self, model: str) -> None:
+        """Let the upstream's held streams of `model` (bench-…-held…) go on."""
+        httpx.post(f"{self.upstream_url}/_release", json={"model": model},
+                   timeout=10).raise_for_status()
 
     def upstream_stats(self) -> dict:
         return httpx.get(f"{self.upstream_url}/_stats", timeout=10).json()

@@ -3,6 +3,12 @@
 The claim of a run records the claiming worker's id; the watchdog fails runs whose worker
 has no fresh heartbeat. In Redis a heartbeat is `gw:worker:<id>` with a TTL; embedded, the
 one process is the only worker, so only its own id is alive.
+
+A run whose worker is alive but cannot store its result (the database unreachable from
+that worker: worker/run_store.py) is given up by it: its id is put in the set
+`gw:runs:given-up`, and the watchdog, on a process that reaches the database, fails it as
+if its worker had died. The set is in Redis, beside the heartbeats, because the worker
+cannot write to the database; embedded, it is the process's memory.
 """
 import os
 import secrets
@@ -14,6 +20,7 @@ from django.conf import settings
 from .. import backends
 
 KEY_PREFIX = "gw:worker:"
+GIVEN_UP_KEY = "gw:runs:given-up"
 WORKER_ID = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
@@ -62,6 +69,26 @@ class RedisHeartbeats:
 
         sync_redis().delete(KEY_PREFIX + WORKER_ID)
 
+    def give_up(self, response_id: str) -> None:
+        """This worker cannot end the run `response_id`: the watchdog fails it."""
+        from ..redis_client import sync_redis
+
+        sync_redis().sadd(GIVEN_UP_KEY, response_id)
+
+    def given_up(self) -> set[str]:
+        from ..redis_client import sync_redis
+
+        return {member.decode() for member in sync_redis().smembers(GIVEN_UP_KEY)}
+
+    def forget_given_up(self, response_ids: set[str]) -> None:
+        from ..redis_client import sync_redis
+
+        if response_ids:
+            sync_redis().srem(GIVEN_UP_KEY, *sorted(response_ids))
+
+
+_RUNS_GIVEN_UP: set[str] = set()  # embedded: the runs this process gave up
+
 
 class MemoryHeartbeats:
     def beat(self) -> None:
@@ -75,3 +102,12 @@ class MemoryHeartbeats:
 
     def forget(self) -> None:
         return None
+
+    def give_up(self, response_id: str) -> None:
+        _RUNS_GIVEN_UP.add(response_id)
+
+    def given_up(self) -> set[str]:
+        return set(_RUNS_GIVEN_UP)
+
+    def forget_given_up(self, response_ids: set[str]) -> None:
+        _RUNS_GIVEN_UP.difference_update(response_ids)
