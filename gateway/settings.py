@@ -241,7 +241,7 @@ WORKER_HEARTBEAT_TTL_SECONDS = env.float("WORKER_HEARTBEAT_TTL_SECONDS", default
 WATCHDOG_INTERVAL_SECONDS = env.float("WATCHDOG_INTERVAL_SECONDS", default=5.0)
 # A run whose result meets a database outage tries again this long, then leaves the run to
 # the watchdog (responses_app/worker/run_store.py).
-WORKER_STORE_RETRY_SECONDS = env.float("WORKER_STORE_RETRY_SECONDS", default=30.0)
+RUN_DATABASE_RETRY_SECONDS = env.float("RUN_DATABASE_RETRY_SECONDS", default=30.0)
 
 # Stored responses older than this many days are deleted (with their events) by a periodic
 # task of `celery beat`, every RETENTION_PRUNE_INTERVAL_SECONDS; 0 keeps them forever.

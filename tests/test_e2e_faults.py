@@ -15,7 +15,7 @@ is lost or generated twice:
   fails with `request_timeout`, stored once;
 - Postgres silently unreachable from every worker host in the middle of runs: a run whose
   store the link's return meets stores its result and completes; a run whose store is
-  still refused after WORKER_STORE_RETRY_SECONDS is failed by the watchdog on a web host,
+  still refused after RUN_DATABASE_RETRY_SECONDS is failed by the watchdog on a web host,
   its client told the same `response.failed` as is stored; the workers' heartbeats (a
   thread of their own) stay fresh throughout, though their watchdog rounds wait on the
   database longer than the 2 s heartbeat TTL.
@@ -37,7 +37,7 @@ from tests.invariants import check_stream
 from tests.test_e2e_durable import EventReader, bench_text, deltas, wait_for
 
 WAIT_SECONDS = 3  # DATABASE_WAIT_SECONDS and DATABASE_TCP_TIMEOUT_SECONDS of the cluster
-STORE_RETRY_SECONDS = 10  # WORKER_STORE_RETRY_SECONDS: attempts of up to 3 s fit in it
+STORE_RETRY_SECONDS = 10  # RUN_DATABASE_RETRY_SECONDS: attempts of up to 3 s fit in it
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ def cluster(tmp_path_factory):
             "DATABASE_WAIT_SECONDS": str(WAIT_SECONDS),
             "DATABASE_TCP_TIMEOUT_SECONDS": str(WAIT_SECONDS),
             "DATABASE_CONNECT_TIMEOUT_SECONDS": str(WAIT_SECONDS),
-            "WORKER_STORE_RETRY_SECONDS": str(STORE_RETRY_SECONDS)})
+            "RUN_DATABASE_RETRY_SECONDS": str(STORE_RETRY_SECONDS)})
 
 
 def rows_with_input(cluster, marker: str) -> list[tuple[str, str]]:

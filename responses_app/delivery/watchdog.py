@@ -43,12 +43,12 @@ def fail_orphaned_runs() -> list[str]:
     failed = []
     for response_id, worker in running:
         if response_id in given_up:
-            if lifecycle.fail_orphan(response_id, lifecycle.STORE_LOST):
+            if lifecycle.fail_orphan(response_id, ("server_error", given_up[response_id])):
                 failed.append(response_id)
         elif worker not in alive and lifecycle.fail_orphan(response_id):
             failed.append(response_id)
     # the runs given up that are no longer in progress (failed now, or ended meanwhile)
-    heartbeats.forget_given_up(given_up - {response_id for response_id, _ in running
+    heartbeats.forget_given_up(set(given_up) - {response_id for response_id, _ in running
                                           if response_id not in failed})
     return failed
 

@@ -11,7 +11,7 @@
 3. storing: the result is committed (lifecycle.store_result) before its terminal event is
    published, so a follow-up finds it; a result the watchdog gave up meanwhile is dropped;
    a store that meets a database outage is retried for a bounded time, then the run is
-   left to the watchdog (run_store.py);
+   left to the watchdog (run_store.py), as is a claimed run whose preparation does;
 4. ended: the run's admission is settled and the run measured (run_observer.py), its
    log line written once its end is published.
 
@@ -36,6 +36,7 @@ from .loop import blocking
 from .run_claim import Claim
 from .run_job import RunJob, prepared
 from .run_observer import ObservedRun
+from . import run_store
 from .run_store import Stored, give_up, store_with_retries
 from .run_streaming import Ending, Streaming
 
@@ -89,7 +90,7 @@ async def _claiming(response_id: str, carried: Job | None,
         job = await _claimed(lifecycle.claim_job(response_id, worker_id()), settled)
         if job is None:
             return None
-        job, route, mcp_plan = await blocking(_prepare, job)
+        job, route, mcp_plan = await run_store.prepared(response_id, _prepare, job)
         return job, Streaming(job, route, mcp_plan, Claim.taken(response_id))
     if carried.resent:  # given back to the queue: claim before calling the upstream
         if not await _claimed(lifecycle.claim_carried(carried, worker_id()), settled):
