@@ -1,8 +1,8 @@
 """The watchdog: runs whose worker died are failed, and their streams ended, not left hanging.
 
 A run is orphaned when its row is `in_progress` but the worker that claimed it has no fresh
-heartbeat (a SIGKILL, an OOM kill, a lost machine), or when its worker gave it up (it could
-not store the result: the database unreachable from that worker; heartbeat.py). The watchdog fails it
+heartbeat (a SIGKILL, an OOM kill, a lost machine), or when its worker gave it up (the
+database unreachable from that worker: worker/run_store.py). The watchdog fails it
 (lifecycle.fail_orphan: one conditional UPDATE, so a late-waking worker cannot then store
 over it; the items the run left open closed; `response.failed` appended): live readers
 see the failure and the end. Every web and worker process runs it on a timer; a

@@ -37,11 +37,9 @@ from .run_claim import Claim
 from .run_job import RunJob, prepared
 from .run_observer import ObservedRun
 from . import run_store
-from .run_store import Stored, give_up, store_with_retries
 from .run_streaming import Ending, Streaming
 
 log = logging.getLogger(__name__)
-
 
 
 def execute_run(response_id: str, job: Job | None = None) -> None:
@@ -131,13 +129,14 @@ async def _storing(job: RunJob, streaming: Streaming, ending: Ending,
         await _ended(observed)
         await streaming.writer.append(failure_entry(ending.rejected))
     elif ending.kind == "finished":
-        stored = await store_with_retries(job, ending, streaming.first_delta_clock)
-        if stored is Stored.LOST:  # the watchdog failed it meanwhile, ended its stream, settled it
+        stored = await run_store.store_with_retries(job, ending, streaming.first_delta_clock)
+        # lost: the watchdog failed it meanwhile, ended its stream, settled it
+        if stored is run_store.Stored.LOST:
             log.warning("run %s ended after it was given up; its result is dropped", job.id)
             observed.ending = Ending("fenced")
             return
-        if stored is Stored.GIVEN_UP:  # the watchdog fails it, ends its stream, settles it
-            await give_up(job, streaming, ending)
+        if stored is run_store.Stored.GIVEN_UP:  # the watchdog fails, ends and settles it
+            await run_store.give_up(job, streaming, ending)
             observed.ending = Ending("fenced")
             return
         await _ended(observed)
