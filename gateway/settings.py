@@ -239,6 +239,9 @@ CANCEL_WAIT_SECONDS = env.float("CANCEL_WAIT_SECONDS", default=5.0)
 # queue the messages they had taken and not claimed (responses_app/delivery/redelivery.py).
 WORKER_HEARTBEAT_TTL_SECONDS = env.float("WORKER_HEARTBEAT_TTL_SECONDS", default=15.0)
 WATCHDOG_INTERVAL_SECONDS = env.float("WATCHDOG_INTERVAL_SECONDS", default=5.0)
+# A run whose result meets a database outage tries again this long, then leaves the run to
+# the watchdog (responses_app/worker/run_store.py).
+RUN_DATABASE_RETRY_SECONDS = env.float("RUN_DATABASE_RETRY_SECONDS", default=30.0)
 
 # Stored responses older than this many days are deleted (with their events) by a periodic
 # task of `celery beat`, every RETENTION_PRUNE_INTERVAL_SECONDS; 0 keeps them forever.

@@ -138,14 +138,15 @@ def as_api_error(exc: BaseException) -> APIError | None:
         return InvalidRequest(str(exc.detail))
     if isinstance(exc, drf_exceptions.APIException):
         return APIError(_detail(exc), status=exc.status_code, code=exc.default_code)
-    if _is_backing_service_outage(exc):
+    if is_backing_service_outage(exc):
         return ServiceUnavailable("A backing service (database or message broker) is "
                                   "unavailable; retry shortly.")
     return None
 
 
-def _is_backing_service_outage(exc: BaseException) -> bool:
-    """The database, Redis or the broker unreachable: a 503 to retry, not a 500 bug."""
+def is_backing_service_outage(exc: BaseException) -> bool:
+    """The database, Redis or the broker unreachable: a 503 to retry, not a 500 bug (a
+    worker retries storing a result through one: worker/run_store.py)."""
     from django.db import InterfaceError as DbInterfaceError
     from django.db import OperationalError as DbOperationalError
     from kombu.exceptions import OperationalError as BrokerError
@@ -160,7 +161,7 @@ def _is_backing_service_outage(exc: BaseException) -> bool:
     outages = (DbOperationalError, DbInterfaceError, PgOperationalError, PgInterfaceError,
                ReadOnlySqlTransaction, BrokerError, RedisConnectionError, RedisTimeoutError)
     while exc is not None:
-        if isinstance(exc, outages):
+        if isinstance(exc, outages) or (isinstance(exc, APIError) and exc.status == 503):
             return True
         exc = exc.__cause__ or exc.__context__
     return False

@@ -145,6 +145,9 @@ class FakeUpstreamApp:
             await self._json(send, 200, {"cleared": True})
         elif path == "/_stats" and method == "GET":
             await self._json(send, 200, self.counters)
+        elif path == "/_release" and method == "POST":  # release(), from another process
+            self.released.add(str(orjson.loads(await self._read_body(receive))["model"]))
+            await self._json(send, 200, {"released": True})
         else:
             await self._json(send, 404, {"error": {"message": f"no route {method} {path}", "type": "not_found",
                                                    "param": None, "code": None}})

@@ -142,6 +142,11 @@ class Cluster:
     def upstream_requests(self) -> list[dict]:
         return httpx.get(f"{self.upstream_url}/_log", timeout=10).json()
 
+    def release(self, model: str) -> None:
+        """Let the upstream's held streams of `model` (bench-…-held…) go on."""
+        httpx.post(f"{self.upstream_url}/_release", json={"model": model},
+                   timeout=10).raise_for_status()
+
     def upstream_stats(self) -> dict:
         return httpx.get(f"{self.upstream_url}/_stats", timeout=10).json()
 

@@ -12,12 +12,13 @@ is lost or generated twice:
 - the database turned read-only (a standby, a full disk's protection): a 503, nothing
   stored (background creates, whose row the web writes); writable again, served;
 - the upstream accepting the connection and never answering: the (background) response
-  fails with `request_timeout`, stored once.
-
-The workers' cut comes last: a worker's heartbeat shares its thread with its watchdog
-round, whose statements wait for the database up to DATABASE_TCP_TIMEOUT_SECONDS, longer
-than this cluster's 2 s heartbeat TTL, so other hosts may take the worker for dead just
-after (with the defaults, 5 s against a 15 s TTL, they do not).
+  fails with `request_timeout`, stored once;
+- Postgres silently unreachable from every worker host in the middle of runs: a run whose
+  store the link's return meets stores its result and completes; a run whose store is
+  still refused after RUN_DATABASE_RETRY_SECONDS is failed by the watchdog on a web host,
+  its client told the same `response.failed` as is stored; the workers' heartbeats (a
+  thread of their own) stay fresh throughout, though their watchdog rounds wait on the
+  database longer than the 2 s heartbeat TTL.
 
 Needs root (network namespaces): skipped without, failed instead under CI=true.
 """
@@ -32,9 +33,11 @@ from websockets.sync.client import connect
 
 from tests.hosts_cluster import POSTGRES_PORT, WEB_PORT, Cluster
 from tests.netns import Network, namespaces_available
-from tests.test_e2e_durable import wait_for
+from tests.invariants import check_stream
+from tests.test_e2e_durable import EventReader, bench_text, deltas, wait_for
 
 WAIT_SECONDS = 3  # DATABASE_WAIT_SECONDS and DATABASE_TCP_TIMEOUT_SECONDS of the cluster
+STORE_RETRY_SECONDS = 10  # RUN_DATABASE_RETRY_SECONDS: attempts of up to 3 s fit in it
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +52,8 @@ def cluster(tmp_path_factory):
             **os.environ, "API_KEY_CACHE_SECONDS": "0",
             "DATABASE_WAIT_SECONDS": str(WAIT_SECONDS),
             "DATABASE_TCP_TIMEOUT_SECONDS": str(WAIT_SECONDS),
-            "DATABASE_CONNECT_TIMEOUT_SECONDS": str(WAIT_SECONDS)})
+            "DATABASE_CONNECT_TIMEOUT_SECONDS": str(WAIT_SECONDS),
+            "RUN_DATABASE_RETRY_SECONDS": str(STORE_RETRY_SECONDS)})
 
 
 def rows_with_input(cluster, marker: str) -> list[tuple[str, str]]:
@@ -156,6 +160,57 @@ def test_a_read_only_database_answers_503_and_stores_nothing(cluster):
     assert rows_with_input(cluster, "read-only") == []
     assert [status for _, status in rows_with_input(cluster, "writable again")] == [
         "completed"]
+
+
+def stored_row(cluster, response_id: str) -> tuple[str, dict]:
+    with cluster.database() as database:
+        return database.execute("SELECT status, resource FROM responses WHERE id = %s",
+                                [response_id]).fetchone()
+
+
+def output_text(response: dict) -> str:
+    return "".join(part["text"] for item in response["output"] if item["type"] == "message"
+                   for part in item["content"])
+
+
+def test_workers_cut_from_postgres_mid_run_store_the_result_or_fail_it_everywhere(cluster):
+    database = cluster.data.address("back")
+    workers = cluster.live_workers()
+    kept, lost = "bench-6-20-held3-store-kept", "bench-6-20-held3-store-lost"
+    with cluster.client(cluster.webs[0]) as client, \
+            client.stream("POST", "/responses", json={"model": kept, "input": "kept",
+                                                      "stream": True}) as kept_stream, \
+            client.stream("POST", "/responses", json={"model": lost, "input": "lost",
+                                                      "stream": True}) as lost_stream:
+        readers = {"kept": EventReader(kept_stream), "lost": EventReader(lost_stream)}
+        for reader in readers.values():  # both claimed, three words out, held upstream
+            reader.read_until(lambda e, r=reader: len(deltas(r.events)) == 3)
+        ids = {name: reader.events[0]["response"]["id"] for name, reader in readers.items()}
+        for worker in cluster.workers:
+            worker.drop(database, POSTGRES_PORT)
+        try:
+            cluster.release(lost)  # its store is refused until the watchdog fails it
+            lost_events = readers["lost"].read_to_end()
+            assert cluster.live_workers() == workers  # alive all along: not failed over
+            cluster.release(kept)
+            wait_for(lambda: f"storing {ids['kept']} failed" in "".join(
+                cluster.log(w) for w in cluster.workers), "the kept run's store to fail",
+                timeout=30)
+        finally:
+            for worker in cluster.workers:
+                worker.undrop(database, POSTGRES_PORT)
+        kept_events = readers["kept"].read_to_end()  # stored on a later attempt
+    assert readers["lost"].done and readers["kept"].done
+    failed, completed = check_stream(lost_events), check_stream(kept_events)
+    assert (lost_events[-1]["type"], failed["status"], failed["error"]) == (
+        "response.failed", "failed",
+        {"code": "server_error", "message": "The response could not be stored."})
+    assert output_text(failed) == bench_text(6)  # what it produced is kept
+    assert (kept_events[-1]["type"], completed["status"], output_text(completed)) == (
+        "response.completed", "completed", bench_text(6))
+    assert stored_row(cluster, ids["lost"]) == ("failed", failed)  # what its client saw
+    assert stored_row(cluster, ids["kept"]) == ("completed", completed)
+    assert [upstream_count(cluster, model) for model in (kept, lost)] == [1, 1]
 
 
 def test_workers_cut_silently_from_postgres_run_the_response_once_it_is_back(cluster):

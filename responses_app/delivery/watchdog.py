@@ -1,7 +1,8 @@
 """The watchdog: runs whose worker died are failed, and their streams ended, not left hanging.
 
 A run is orphaned when its row is `in_progress` but the worker that claimed it has no fresh
-heartbeat (a SIGKILL, an OOM kill, a lost machine). The watchdog fails it
+heartbeat (a SIGKILL, an OOM kill, a lost machine), or when its worker gave it up (the
+database unreachable from that worker: worker/run_store.py). The watchdog fails it
 (lifecycle.fail_orphan: one conditional UPDATE, so a late-waking worker cannot then store
 over it; the items the run left open closed; `response.failed` appended): live readers
 see the failure and the end. Every web and worker process runs it on a timer; a
@@ -33,16 +34,22 @@ LOCK_KEY = "gw:watchdog"
 
 
 def fail_orphaned_runs() -> list[str]:
-    """Fail every in-progress run whose worker is gone; the ids failed."""
+    """Fail every in-progress run whose worker is gone or gave it up; the ids failed."""
+    heartbeats = backends.service("heartbeats")
+    given_up = heartbeats.given_up()  # read first: a run given up since is in_progress below
     running = list(StoredResponse.objects.filter(status=ResponseStatus.IN_PROGRESS)
                    .values_list("id", "worker_id"))
-    if not running:
-        return []
-    alive = backends.service("heartbeats").alive({worker for _, worker in running if worker})
+    alive = heartbeats.alive({worker for _, worker in running if worker}) if running else set()
     failed = []
     for response_id, worker in running:
-        if worker not in alive and lifecycle.fail_orphan(response_id):
+        if response_id in given_up:
+            if lifecycle.fail_orphan(response_id, ("server_error", given_up[response_id])):
+                failed.append(response_id)
+        elif worker not in alive and lifecycle.fail_orphan(response_id):
             failed.append(response_id)
+    # the runs given up that are no longer in progress (failed now, or ended meanwhile)
+    heartbeats.forget_given_up(set(given_up) - {response_id for response_id, _ in running
+                                          if response_id not in failed})
     return failed
 
 
@@ -82,32 +89,42 @@ def run_round() -> list[str]:
 
 
 def start_background_thread(beat: bool) -> None:
-    """Run rounds (and, in a worker, heartbeats) every interval on a daemon thread.
-    WATCHDOG_ENABLED=0 turns this off (the test process importing the ASGI app does)."""
+    """Run rounds every interval on a daemon thread and, in a worker, heartbeats on another.
+    WATCHDOG_ENABLED=0 turns this off (the test process importing the ASGI app does).
+
+    The heartbeat has a thread of its own that touches only Redis: a round waits on the
+    database (up to DATABASE_TCP_TIMEOUT_SECONDS and more when it stalls), and a heartbeat
+    behind it would lapse, so a live worker would look dead and its runs be failed."""
     if os.environ.get("WATCHDOG_ENABLED", "1") == "0":
         return
-    thread = threading.Thread(target=_forever, args=(beat,), name="watchdog", daemon=True)
-    thread.start()
+    if beat:
+        threading.Thread(target=_beat_forever, name="heartbeat", daemon=True).start()
+    threading.Thread(target=_forever, name="watchdog", daemon=True).start()
 
 
-def _forever(beat: bool) -> None:
+def _beat_forever() -> None:
+    """Refresh this worker's heartbeat three times per TTL (Redis only)."""
+    heartbeats = backends.service("heartbeats")
+    while True:
+        try:
+            heartbeats.beat()
+        except Exception as exc:  # Redis away: the next beat tries again
+            log.warning("heartbeat failed: %s", exc)
+        time.sleep(settings.WORKER_HEARTBEAT_TTL_SECONDS / 3)
+
+
+def _forever() -> None:
     started = datetime.now(timezone.utc)
     resend_queued = backends.in_process()
     interval = settings.WATCHDOG_INTERVAL_SECONDS
-    heartbeat_every = settings.WORKER_HEARTBEAT_TTL_SECONDS / 3
-    next_round = time.monotonic() + interval
     while True:
         try:
-            if beat:
-                backends.service("heartbeats").beat()
             if resend_queued:
                 resend_runs_queued_before(started)
                 resend_queued = False
-            if time.monotonic() >= next_round:
-                next_round = time.monotonic() + interval
-                run_round()
+            run_round()
         except Exception as exc:  # Redis or the database away: try again next time
             log.warning("watchdog round failed: %s", exc)
         finally:
             close_old_connections()
-        time.sleep(min(heartbeat_every, interval) if beat else interval)
+        time.sleep(interval)

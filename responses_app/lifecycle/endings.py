@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 
 WORKER_LOST = ("server_error", "The worker running this response stopped before it finished; "
                                "the response was not completed.")
+# a run whose worker could not store its result (worker/run_store.py), ended in its place
+STORE_LOST = ("server_error", "The response could not be stored.")
 
 
 def settle(tenant_id: int, context: dict, used_tokens: int) -> None:
@@ -45,16 +47,17 @@ def cancel_queued(row: StoredResponse) -> dict | None:
 ORPHAN_END_ATTEMPTS = 3
 
 
-def fail_orphan(response_id: str) -> bool:
-    """Fail a run whose worker died: close the items it left open from the events it had
-    published, and end its stream with `response.failed`; False if it ended meanwhile."""
+def fail_orphan(response_id: str, error: tuple[str, str] = WORKER_LOST) -> bool:
+    """Fail a run whose worker died (or gave it up): close the items it left open from the
+    events it had published, and end its stream with `response.failed` carrying `error`
+    (code, message); False if it ended meanwhile."""
     row = (StoredResponse.objects.filter(id=response_id, status=ResponseStatus.IN_PROGRESS)
            .only("id", "tenant_id", "store", "request", "resource").first())
     if row is None:
         return False
-    seen, end, resource = _orphan_end(row)
+    seen, end, resource = _orphan_end(row, error)
     won = StoredResponse.objects.filter(id=response_id, status=ResponseStatus.IN_PROGRESS).update(
-        status=ResponseStatus.FAILED, resource=resource, error_code=WORKER_LOST[0])
+        status=ResponseStatus.FAILED, resource=resource, error_code=error[0])
     if not won:
         return False
     if not row.store:
@@ -64,16 +67,16 @@ def fail_orphan(response_id: str) -> bool:
         if event_bus().append_now(response_id, end, seen):
             break
         # the run wrote after the read (its worker only looked dead): read again
-        seen, end, resource = _orphan_end(row)
+        seen, end, resource = _orphan_end(row, error)
         StoredResponse.objects.filter(id=response_id, status=ResponseStatus.FAILED).update(
             resource=resource)
     else:
         log.warning("run %s: its event stream refused the end", response_id)
-    log.warning("run %s failed: its worker stopped", response_id)
+    log.warning("run %s failed: %s", response_id, error[1])
     return True
 
 
-def _orphan_end(row: StoredResponse) -> tuple[int, Entry, dict]:
+def _orphan_end(row: StoredResponse, error: tuple[str, str]) -> tuple[int, Entry, dict]:
     """The end of a dead run's stream, from what it published: (the number of entries
     read, the entry that closes its open items and fails it, the failed response)."""
     retained = event_bus().read_retained(row.id)
@@ -82,7 +85,7 @@ def _orphan_end(row: StoredResponse) -> tuple[int, Entry, dict]:
     published = [orjson.loads(event) for entry in entries for event in entry.events]
     closing, output = close_dead_run(published)
     resource = {**row.resource, "status": "failed", "output": output,
-                "error": {"code": WORKER_LOST[0], "message": WORKER_LOST[1]}}
+                "error": {"code": error[0], "message": error[1]}}
     stamper = EventStamper(entries[-1].last + 1 if entries else 0)
     if stamper.next_sequence_number == 0:  # it never started: say whose failure it is
         closing = [{"type": "response.created", "response": {**resource, "status": "in_progress",

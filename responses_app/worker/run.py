@@ -10,6 +10,8 @@
    the bus (run_streaming.py), until an `Ending`;
 3. storing: the result is committed (lifecycle.store_result) before its terminal event is
    published, so a follow-up finds it; a result the watchdog gave up meanwhile is dropped;
+   a store that meets a database outage is retried for a bounded time, then the run is
+   left to the watchdog (run_store.py), as is a claimed run whose preparation does;
 4. ended: the run's admission is settled and the run measured (run_observer.py), its
    log line written once its end is published.
 
@@ -19,7 +21,6 @@ it streams; `execute_run` is the sync entry (the embedded dispatcher).
 import asyncio
 import logging
 from collections.abc import Callable
-from datetime import datetime
 
 from observability.request_context import bind_request_id
 from upstreams.routing import remembered_route_for_model, route_for_model
@@ -35,12 +36,10 @@ from .loop import blocking
 from .run_claim import Claim
 from .run_job import RunJob, prepared
 from .run_observer import ObservedRun
+from . import run_store
 from .run_streaming import Ending, Streaming
 
 log = logging.getLogger(__name__)
-
-TERMINAL_EVENTS = {"response.completed", "response.incomplete", "response.failed"}
-STORE_FAILED = {"code": "server_error", "message": "The response could not be stored."}
 
 
 def execute_run(response_id: str, job: Job | None = None) -> None:
@@ -89,7 +88,7 @@ async def _claiming(response_id: str, carried: Job | None,
         job = await _claimed(lifecycle.claim_job(response_id, worker_id()), settled)
         if job is None:
             return None
-        job, route, mcp_plan = await blocking(_prepare, job)
+        job, route, mcp_plan = await run_store.prepared(response_id, _prepare, job)
         return job, Streaming(job, route, mcp_plan, Claim.taken(response_id))
     if carried.resent:  # given back to the queue: claim before calling the upstream
         if not await _claimed(lifecycle.claim_carried(carried, worker_id()), settled):
@@ -130,28 +129,19 @@ async def _storing(job: RunJob, streaming: Streaming, ending: Ending,
         await _ended(observed)
         await streaming.writer.append(failure_entry(ending.rejected))
     elif ending.kind == "finished":
-        stored = await _stored(job, ending, streaming.first_delta_clock)
-        if not stored:  # the watchdog failed it meanwhile, ended its stream, settled it
+        stored = await run_store.store_with_retries(job, ending, streaming.first_delta_clock)
+        # lost: the watchdog failed it meanwhile, ended its stream, settled it
+        if stored is run_store.Stored.LOST:
             log.warning("run %s ended after it was given up; its result is dropped", job.id)
+            observed.ending = Ending("fenced")
+            return
+        if stored is run_store.Stored.GIVEN_UP:  # the watchdog fails, ends and settles it
+            await run_store.give_up(job, streaming, ending)
             observed.ending = Ending("fenced")
             return
         await _ended(observed)
         await streaming.writer.append(stamped_entry(streaming.stamper, ending.closing,
                                                     end=True))
-
-
-async def _stored(job: RunJob, ending: Ending, first_delta_at: datetime | None) -> bool:
-    """Commit the result; False if the run no longer owns the response. A result that
-    cannot be stored ends the response as failed."""
-    try:
-        return await lifecycle.store_result(job, job.resource, blocking, first_delta_at)
-    except Exception:
-        log.exception("storing %s failed", job.id)
-        job.resource["status"] = "failed"
-        job.resource["error"] = dict(STORE_FAILED)
-        ending.closing = [e for e in ending.closing if e["type"] not in TERMINAL_EVENTS] + [
-            {"type": "response.failed", "response": job.resource}]
-        return True
 
 
 async def _ended(observed: ObservedRun) -> None:
