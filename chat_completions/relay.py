@@ -18,7 +18,9 @@ import orjson
 from django.conf import settings
 
 from responses_app.api import framing
-from responses_app.api.relay import SSE_HEADERS, Abandoned, Reply, batches, first_entry
+from responses_app.api.relay import (
+    SSE_HEADERS, Abandoned, Reply, batches, first_entry, started_entry,
+)
 from responses_app.bus import KEEPALIVE
 from responses_app.bus.entries import failure_of
 from responses_app.errors import APIError
@@ -35,14 +37,7 @@ ERROR_STATUS = {"request_timeout": 504, "upstream_timeout": 504, "cancelled": 40
 
 
 async def stream_reply(subscription, abandoned: Abandoned = None) -> Reply:
-    try:
-        first = await first_entry(subscription, WHAT)
-    except BaseException:
-        subscription.close()
-        raise
-    if first.error is not None:
-        subscription.close()
-        raise failure_of(first)
+    first = await started_entry(subscription, WHAT)
     return Reply(200, SSE_HEADERS, stream=_sse_body(subscription, first, abandoned))
 
 

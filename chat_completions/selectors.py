@@ -1,25 +1,15 @@
 """Reads and writes of stored chat completions, always scoped to the caller's tenant
 (another tenant's id is a 404, as an unknown one)."""
 from responses_app.errors import InvalidRequest, NotFound
-from responses_app.paging import list_body
+from responses_app.paging import list_body, page_params
 
 from .models import StoredChatCompletion
 from .request import validated_metadata
 
 
 def _page_params(query) -> tuple[str | None, int, str]:
-    order = query.get("order", "asc")
-    if order not in ("asc", "desc"):
-        raise InvalidRequest("'order' must be 'asc' or 'desc'.", param="order",
-                             code="invalid_value")
-    try:
-        limit = int(query.get("limit", 20))
-    except ValueError:
-        limit = 0
-    if not 1 <= limit <= 100:
-        raise InvalidRequest("'limit' must be an integer from 1 to 100.", param="limit",
-                             code="invalid_value")
-    return query.get("after"), limit, order
+    params = page_params(query, default_order="asc")  # OpenAI's chat lists: oldest first
+    return params.after, params.limit, params.order
 
 
 def completion_row(tenant, completion_id: str) -> StoredChatCompletion:

@@ -2,7 +2,7 @@
 Another tenant's file is not found, exactly like a missing one."""
 from responses_app.errors import InvalidRequest, NotFound
 from responses_app.models import Tenant
-from responses_app.paging import list_body
+from responses_app.paging import list_body, page_params
 
 from .models import StoredFile
 
@@ -36,17 +36,8 @@ def file_get(tenant: Tenant, file_id: str) -> dict:
 
 def files_page(tenant: Tenant, query) -> dict:
     """One page of the tenant's files: `after`, `limit`, `order` (default desc), `purpose`."""
-    order = query.get("order", "desc")
-    if order not in ("asc", "desc"):
-        raise InvalidRequest("'order' must be 'asc' or 'desc'.", param="order",
-                             code="invalid_value")
-    try:
-        limit = int(query.get("limit", MAX_PAGE))
-    except ValueError:
-        limit = 0
-    if not 1 <= limit <= MAX_PAGE:
-        raise InvalidRequest(f"'limit' must be an integer from 1 to {MAX_PAGE}.",
-                             param="limit", code="invalid_value")
+    params = page_params(query, default_limit=MAX_PAGE, max_limit=MAX_PAGE)
+    order, limit = params.order, params.limit
     rows = StoredFile.objects.filter(tenant=tenant)
     if query.get("purpose"):
         rows = rows.filter(purpose=query["purpose"])

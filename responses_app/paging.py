@@ -12,19 +12,21 @@ class PageParams:
     order: str  # "asc" or "desc"
 
 
-def page_params(query) -> PageParams:
-    """Read and check `after`, `limit` (1-100, default 20), `order` (default desc)."""
-    order = query.get("order", "desc")
+def page_params(query, *, default_order: str = "desc", default_limit: int = 20,
+                max_limit: int = 100) -> PageParams:
+    """Read and check `after`, `limit` (1 to `max_limit`, default `default_limit`) and
+    `order` (default `default_order`): every list endpoint's own defaults, one check."""
+    order = query.get("order", default_order)
     if order not in ("asc", "desc"):
         raise InvalidRequest("'order' must be 'asc' or 'desc'.", param="order",
                              code="invalid_value")
     try:
-        limit = int(query.get("limit", 20))
+        limit = int(query.get("limit", default_limit))
     except ValueError:
         limit = 0
-    if not 1 <= limit <= 100:
-        raise InvalidRequest("'limit' must be an integer from 1 to 100.", param="limit",
-                             code="invalid_value")
+    if not 1 <= limit <= max_limit:
+        raise InvalidRequest(f"'limit' must be an integer from 1 to {max_limit}.",
+                             param="limit", code="invalid_value")
     return PageParams(after=query.get("after"), limit=limit, order=order)
 
 

@@ -4,22 +4,12 @@ Rows are ordered by (created_at, pk), so equal creation times page stably."""
 from django.db.models import Q
 
 from responses_app.errors import InvalidRequest
-from responses_app.paging import list_body
+from responses_app.paging import list_body, page_params
 
 
 def page(rows, query, *, id_field: str, render, max_limit: int = 100) -> dict:
-    order = query.get("order", "desc")
-    if order not in ("asc", "desc"):
-        raise InvalidRequest("'order' must be 'asc' or 'desc'.", param="order",
-                             code="invalid_value")
-    try:
-        limit = int(query.get("limit", 20))
-    except ValueError:
-        limit = 0
-    if not 1 <= limit <= max_limit:
-        raise InvalidRequest(f"'limit' must be an integer from 1 to {max_limit}.",
-                             param="limit", code="invalid_value")
-    ascending = order == "asc"
+    params = page_params(query, max_limit=max_limit)
+    limit, ascending = params.limit, params.order == "asc"
     after, before = query.get("after"), query.get("before")
     if after:
         rows = rows.filter(_beyond(_anchor(rows, id_field, after, "after"), ascending))

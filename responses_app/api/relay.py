@@ -96,17 +96,24 @@ async def batches(subscription, first: Entry | None = None, counted: bool = True
             ACTIVE_STREAMS.dec()
 
 
-async def stream_reply(subscription, abandoned: Abandoned = None) -> Reply:
-    """Relay the subscribed events as an SSE stream, once the first is there; `abandoned`
-    is awaited if the stream stops before the run's end (the client left)."""
+async def started_entry(subscription, what: str = "response") -> Entry:
+    """The first entry of a run that started; otherwise the subscription is closed and
+    what stopped the run is raised (an APIError, rendered by the caller's edge)."""
     try:
-        first = await first_entry(subscription)
+        first = await first_entry(subscription, what)
     except BaseException:
         subscription.close()
         raise
     if first.error is not None:
         subscription.close()
         raise failure_of(first)
+    return first
+
+
+async def stream_reply(subscription, abandoned: Abandoned = None) -> Reply:
+    """Relay the subscribed events as an SSE stream, once the first is there; `abandoned`
+    is awaited if the stream stops before the run's end (the client left)."""
+    first = await started_entry(subscription)
     return Reply(200, SSE_HEADERS, stream=_sse_body(subscription, first, abandoned))
 
 
