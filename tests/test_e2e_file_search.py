@@ -32,6 +32,7 @@ FILE_SEARCH_FUNCTION = {"type": "function", "function": {
     "name": "file_search", "parameters": FUNCTIONS["file_search"]["parameters"],
     "description": FUNCTIONS["file_search"]["description"]}}
 TEAMS = {"handbook.md": "ops", "faq.txt": "facilities"}
+FREEZE = "When do deploys happen in December? They do not: deploys freeze."
 
 
 def store_with_files(client) -> tuple[str, dict]:
@@ -104,9 +105,13 @@ def test_sdk_streams_a_file_search_that_cites_and_a_chain_continues(
 def test_agents_sdk_file_search_tool_in_a_run(openai_client, production, tenant_key,
                                               clean_upstream):
     """The SDK's FileSearchTool, as the SDK sends it: the store, a filter on the files'
-    attributes that leaves the FAQ out although two results are allowed, and the results
-    included in the item the run returns."""
+    attributes that leaves out a file matching the query although two results are allowed,
+    and the results included in the item the run returns."""
     store_id, ids = store_with_files(openai_client)
+    frozen = openai_client.vector_stores.files.upload_and_poll(
+        vector_store_id=store_id, file=("freeze.md", io.BytesIO(FREEZE.encode())),
+        attributes={"team": "release"})
+    assert frozen.status == "completed"
     sent = []
 
     async def record(request: httpx.Request) -> None:
@@ -142,7 +147,7 @@ def test_agents_sdk_file_search_tool_in_a_run(openai_client, production, tenant_
     requests = clean_upstream.requests()
     assert [r["body"] for r in requests if r["path"] == "/v1/embeddings"] == [
         {"model": "text-embedding-3-small", "input": [text]}
-        for text in (HANDBOOK, FAQ, "when do deploys happen")]
+        for text in (HANDBOOK, FAQ, FREEZE, "when do deploys happen")]
     first, second = [r["body"] for r in requests if r["path"] == "/v1/chat/completions"]
     assert (first["tools"], second["tools"]) == ([FILE_SEARCH_FUNCTION], [FILE_SEARCH_FUNCTION])
     assert first["messages"] == [{"role": "system", "content": "Search, then answer."},
