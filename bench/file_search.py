@@ -29,8 +29,8 @@ this client are not counted). Bounded: at most `--rounds` × `--turns` × 2 turn
 import argparse
 import io
 import os
+import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -197,6 +197,7 @@ def run(args) -> list[dict]:
             deployment.stop()
         for process in processes.values():
             terminate(process)
+        shutil.rmtree(workdir, ignore_errors=True)
     return rounds
 
 
