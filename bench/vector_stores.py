@@ -153,8 +153,12 @@ def load_chunks(args) -> str:
                                 text, 40, vector))
         cursor.execute("UPDATE vector_store_chunks SET tsv = to_tsvector('english', text) "
                        "WHERE store_id = %s", [store.id])
-        loaded = time.perf_counter()
+        # the UPDATE left a dead copy of every row: the table at 1.8x the size ingestion
+        # writes (352 / 195 MB), every match's read twice as scattered; rewrite it
+        cursor.execute("SET statement_timeout = 0")
         cursor.execute("SET maintenance_work_mem = '512MB'")
+        cursor.execute("VACUUM FULL vector_store_chunks")
+        loaded = time.perf_counter()
         cursor.execute("CREATE INDEX vector_store_chunks_hnsw ON vector_store_chunks USING "
                        "hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)")
         cursor.execute("ANALYZE vector_store_chunks")
