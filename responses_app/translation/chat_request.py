@@ -17,7 +17,7 @@ from .custom_tools import custom_items_as_function_items, custom_tool_as_functio
 from .history_repair import merge_consecutive_users, repair_items
 from .hosted_items import function_for_tool_type, hosted_items_as_function_items
 from .mcp_history import NAMESPACE_SEPARATOR, mcp_items_as_function_items
-from .tool_output_content import images_message, output_for_upstream
+from .tool_output_content import output_for_upstream, show_images
 
 SYSTEM_ROLES = {"system": "system", "developer": "system"}
 LOGPROBS_INCLUDE = "message.output_text.logprobs"
@@ -48,7 +48,7 @@ def build_chat_request(*, model: str, instructions: str | None, items: list[dict
         messages.append({"role": "system", "content": instructions})
     repaired = repair_items(client_items_as_function_items(custom_items_as_function_items(
         mcp_items_as_function_items(hosted_items_as_function_items(items)))))
-    history, repairs = messages_from_items(repaired.items, images), repaired.repairs
+    history, repairs = _messages(repaired.items, images), repaired.repairs
     if merge_user_messages:
         merged = merge_consecutive_users(history)
         history, repairs = merged.items, repairs + merged.repairs
@@ -92,7 +92,11 @@ def build_chat_request(*, model: str, instructions: str | None, items: list[dict
 # --- messages ------------------------------------------------------------------------------
 
 def messages_from_items(items: list[dict], images: bool = True) -> list[dict]:
-    items = mcp_items_as_function_items(hosted_items_as_function_items(items))
+    return _messages(mcp_items_as_function_items(hosted_items_as_function_items(items)), images)
+
+
+def _messages(items: list[dict], images: bool) -> list[dict]:
+    """The chat messages of items already in function form (no MCP or hosted call items)."""
     calls_by_id = {i["call_id"]: i for i in items if i.get("type") == "function_call"}
     messages: list[dict] = []
     answered: set[str] = set()
@@ -131,20 +135,10 @@ def messages_from_items(items: list[dict], images: bool = True) -> list[dict]:
             answered.add(call_id)
         # reasoning and anything else is not sent upstream
         if pending_images and kind != "function_call_output":
-            _show_images(messages, pending_images)
+            show_images(messages, pending_images)
     if pending_images:
-        _show_images(messages, pending_images)
+        show_images(messages, pending_images)
     return _drop_unanswered_calls(messages, answered)
-
-
-def _show_images(messages: list[dict], pending: list) -> None:
-    """The tool outputs' images, in a user message after the turn's tool messages."""
-    at = len(messages)
-    while at > 0 and messages[at - 1]["role"] != "tool":
-        at -= 1
-    content = [part for call_id, parts in pending for part in images_message(call_id, parts)]
-    messages.insert(at, {"role": "user", "content": content})
-    pending.clear()
 
 
 def _chat_call(item) -> dict:

@@ -45,6 +45,17 @@ def images_message(call_id: str, image_parts: list[dict]) -> list[dict]:
     return [{"type": "text", "text": IMAGES_HEADING.format(call_id=call_id)}, *image_parts]
 
 
+def show_images(messages: list[dict], pending: list) -> None:
+    """The pending tool outputs' images ((call_id, image parts) each), in one user message
+    after the turn's tool messages; `pending` is emptied."""
+    at = len(messages)
+    while at > 0 and messages[at - 1]["role"] != "tool":
+        at -= 1
+    content = [part for call_id, parts in pending for part in images_message(call_id, parts)]
+    messages.insert(at, {"role": "user", "content": content})
+    pending.clear()
+
+
 def _chat_detail(detail) -> str:
     return detail if detail in ("low", "high") else "auto"
 
