@@ -274,8 +274,11 @@ HOSTED_TOOLS_DROP_UNAVAILABLE = env.list(
     "HOSTED_TOOLS_DROP_UNAVAILABLE",
     default=["web_search", "web_search_2025_08_26", "web_search_preview",
              "web_search_preview_2025_03_11"])
-# Hosted tool calls (web and file searches) one response may make, whatever max_tool_calls says.
+# Hosted tool calls (web and file searches) one response may make, whatever max_tool_calls says;
+# as many tool searches again.
 HOSTED_MAX_TOOL_CALLS = env.int("HOSTED_MAX_TOOL_CALLS", default=8)
+# Deferred tools one server-run tool search finds at most (hosted_tools.tool_ranking).
+TOOL_SEARCH_MAX_RESULTS = env.int("TOOL_SEARCH_MAX_RESULTS", default=5)
 # web_search: "" (none: the tool is dropped or refused), "searxng" or "brave".
 WEB_SEARCH_BACKEND = env.str("WEB_SEARCH_BACKEND", default="")
 # The backend's base URL: a SearXNG instance (its /search answers format=json), or Brave's

@@ -4,8 +4,9 @@ that the model cannot be offered as a client function, and what becomes of it he
 `web_search` (and its dated and preview variants) and `file_search` run when a backend is
 configured (WEB_SEARCH_BACKEND; the vector stores app). The other types name tools OpenAI
 runs in its own sandboxes or that need a special client (computer use): no backend here
-runs them. (`shell`, `local_shell`, `apply_patch` and a `tool_search` run by the client are
-not here: the client runs them, and any model is offered them as functions:
+runs them. (`shell`, `local_shell`, `apply_patch` and `tool_search` are not here: the
+client runs the first three, the client or the gateway a tool search
+(hosted_tools.tool_search), and any model is offered them as functions:
 responses_app.client_tool_items.) A tool the deployment cannot run is refused with a 400
 naming it and the setting that changes that, or, for the types in HOSTED_TOOLS_DROP_UNAVAILABLE (default: the
 web search types, which Codex sends on every request), dropped: not offered, not echoed,
@@ -26,7 +27,6 @@ UNBACKED_TYPES = {
     "image_generation": "an image model",
     "computer_use_preview": "a computer-use model and a client driving a screen",
     "computer": "a computer-use model and a client driving a screen",
-    "tool_search": "server-side tool search",
     "programmatic_tool_calling": "a code sandbox calling tools",
 }
 HOSTED_TYPES = (*WEB_SEARCH_TYPES, *FILE_SEARCH_TYPES, *UNBACKED_TYPES)

@@ -1,5 +1,5 @@
 """The hosted tools of one run: the functions the model is offered for the request's
-`web_search` / `file_search` tools, and each call the model makes run in the worker's tool
+`web_search` / `file_search` tools (and its server-run `tool_search`: hosted_tools.tool_search), and each call the model makes run in the worker's tool
 loop (mcp_tools.runner calls `run()` for the turn's hosted calls), its events made by the
 pure translator and sent with the run's `emit`. The text the model was given for each call
 is kept here, so the next turn's history carries it (`as_function_items`).
@@ -15,6 +15,7 @@ from responses_app.translation.hosted_items import (
 )
 
 from .file_search import FileSearchFailed, search_files
+from .tool_search import ToolSearch
 from .web_search import SearchFailed, search_web
 
 log = logging.getLogger(__name__)
@@ -33,9 +34,10 @@ class HostedTools:
         self.targets = {kind: kind for kind in self.tools}
         self.outputs: dict[str, str] = {}  # item id -> what the model was given
         self.calls_made = 0
+        self.tool_search = ToolSearch(job, translator, emit)
 
     def __bool__(self) -> bool:
-        return bool(self.tools)
+        return bool(self.tools) or bool(self.tool_search)
 
     async def run(self, item: dict) -> None:
         """Search for one hosted call and close it with the results (or the failure)."""

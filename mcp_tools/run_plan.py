@@ -15,6 +15,7 @@ class ServerPlan:
     target: ServerTarget | None  # None: the registered server is gone
     allowed_tools: object
     require_approval: object
+    deferred: bool = False  # `defer_loading`: its tools wait for a tool search
 
 
 @dataclass
@@ -64,5 +65,6 @@ def mcp_run_plan(job) -> McpRunPlan | None:
             target = ServerTarget(label=label, url=server.url, transport=server.transport,
                                   headers=server.headers(), guarded=False)
         plan.servers[label] = ServerPlan(target=target, allowed_tools=tool["allowed_tools"],
-                                         require_approval=tool["require_approval"])
+                                         require_approval=tool["require_approval"],
+                                         deferred=bool(tool.get("defer_loading")))
     return plan

@@ -21,6 +21,7 @@ from responses_app.translation.chat_request import build_chat_request
 from responses_app.translation.client_tools import OUTPUT_TYPES
 from responses_app.translation.mcp_history import upstream_function_name
 from responses_app.translation.state_machine import McpToolTarget
+from responses_app.translation.tool_search_items import loaded_mcp_tools
 
 from . import client
 from .client import McpFailure
@@ -29,8 +30,13 @@ from .run_plan import McpRunPlan
 
 log = logging.getLogger(__name__)
 
-# Items after which the client must act: the run ends when a turn produced one.
+# Items after which the client must act: the run ends when a turn produced one (a
+# tool_search_call the gateway ran, `execution: "server"`, is not one).
 CLIENT_ITEMS = {"function_call", "custom_tool_call", "mcp_approval_request", *OUTPUT_TYPES}
+
+
+def _for_client(item: dict) -> bool:
+    return item["type"] in CLIENT_ITEMS and item.get("execution") != "server"
 
 
 class McpToolLoop:
@@ -41,6 +47,8 @@ class McpToolLoop:
         self.translator = translator
         self.emit = emit
         self.functions: list[dict] = []  # the chat function tools the MCP tools become
+        self.targets: dict = {}  # upstream function name -> McpToolTarget, offered or not
+        self.deferred: dict = {}  # upstream function name of a deferred tool -> (label, name)
         self.listings: dict[str, list[dict]] = {}  # each server's tools, as listed or reused
         self.calls_made = 0
         self._turn_start = 0
@@ -57,11 +65,14 @@ class McpToolLoop:
                     continue
                 targets[name] = McpToolTarget(label, tool["name"],
                                               needs_approval(tool, server.require_approval))
+                if server.deferred:  # offered once a tool search loads it
+                    self.deferred[name] = (label, tool["name"])
                 self.functions.append({
                     "type": "function", "name": name, "strict": False,
                     "description": tool.get("description"),
                     "parameters": tool.get("input_schema") or {"type": "object",
                                                                "properties": {}}})
+        self.targets = targets
         self.translator.options.mcp_tools = targets
         if self.hosted:
             self.translator.options.hosted_tools = self.hosted.targets
@@ -79,9 +90,11 @@ class McpToolLoop:
         for item in calls:
             if item["type"] == "mcp_call":
                 await self._run_call(item, self.translator.options.mcp_tools)
+            elif item["type"] == "tool_search_call":
+                await self.hosted.tool_search.run(item, self._deferred_listings())
             else:
                 await self.hosted.run(item)
-        if not calls or any(item["type"] in CLIENT_ITEMS for item in new_items):
+        if not calls or any(_for_client(item) for item in new_items):
             return None
         return self.chat_body()
 
@@ -89,12 +102,15 @@ class McpToolLoop:
         output = self.translator.response["output"]
         self._turn_start = len(output)
         params = dict(self.job.request["params"])
-        params["tools"] = list(params.get("tools") or ()) + self.functions
+        params["tools"] = list(params.get("tools") or ()) + self._offered_functions(output)
         if self.calls_made >= self.plan.max_calls and self.plan.servers:
             params["tool_choice"] = "none"
         if self.hosted:
             params["tools"] += self.hosted.offered()
             params["tool_choice"] = self.hosted.next_tool_choice(params.get("tool_choice"))
+            params["tools"] = self.hosted.tool_search.offered(params["tools"])
+            params["tool_choice"] = self.hosted.tool_search.next_tool_choice(
+                params["tool_choice"])
         items = upstream_items(self.job.items + output)
         if self.hosted:
             items = self.hosted.as_function_items(items)
@@ -105,6 +121,24 @@ class McpToolLoop:
             max_tokens_param=settings.UPSTREAM_MAX_TOKENS_PARAM,
             merge_user_messages=settings.UPSTREAM_MERGE_USER_MESSAGES,
             images=route.accepts_images, passthrough=route.passthrough_params).body
+
+    def _offered_functions(self, output: list[dict]) -> list[dict]:
+        """The MCP tools offered this turn: a deferred server's only once a tool search
+        loaded them (translation.tool_search_items); the calls the translator takes for
+        MCP calls are those offered."""
+        loaded = loaded_mcp_tools(self.job.items + output) if self.deferred else set()
+        offered = [f for f in self.functions
+                   if f["name"] not in self.deferred or self.deferred[f["name"]] in loaded]
+        names = {f["name"] for f in offered}
+        self.translator.options.mcp_tools = {name: target for name, target
+                                             in self.targets.items() if name in names}
+        return offered
+
+    def _deferred_listings(self) -> dict[str, list[dict]]:
+        """The allowed tools of each deferred MCP server, by label (what a search looks in)."""
+        return {label: [t for t in self.listings.get(label) or ()
+                        if tool_allowed(t, server.allowed_tools)]
+                for label, server in self.plan.servers.items() if server.deferred}
 
     async def _tools_of(self, label, server) -> list[dict]:
         reused = self._listed_before(label)

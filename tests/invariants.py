@@ -184,6 +184,7 @@ ITEM_KINDS = {
         ItemKind("apply_patch_call", ("id", "call_id"), status_required=True,
                  done_statuses=("completed",)),
         ItemKind("tool_search_call", ("id", "call_id"), status_required=True),
+        ItemKind("tool_search_output", ("id", "call_id"), status_required=True),
     )
 }
 ALL_TOLERATED_EVENTS = frozenset(e for k in ITEM_KINDS.values() for e in k.tolerated_events)

@@ -1,7 +1,9 @@
 """A real MCP server for tests: the `mcp` package's MCPServer under uvicorn on 127.0.0.1.
 
 Serves Streamable HTTP at `/mcp` and the legacy SSE transport at `/sse` from one app, with
-the tools `echo`, `sum`, `sleep`, `raise` and `large`. Counts the tool calls it started and
+the tools `echo`, `sum`, `sleep`, `raise` and `large` (or, with `catalog=True`, the 100
+tools of CATALOG: a verb of CATALOG_VERBS and a thing of CATALOG_THINGS each, e.g.
+`get_weather_forecast`, for the tool search). Counts the tool calls it started and
 finished and records the Authorization and Host headers it got, so tests can see that
 credentials arrived, a cancelled call stopped and a pinned connection kept its host name.
 Host names it accepts (DNS rebinding protection): 127.0.0.1, localhost and `mcp.test`.
@@ -60,6 +62,31 @@ def build_server(name: str, stats: dict) -> MCPServer:
     return server
 
 
+CATALOG_VERBS = ("get", "list", "create", "delete")
+CATALOG_THINGS = ("invoice", "customer", "order", "shipment", "weather_forecast", "calendar_event",
+                  "ticket", "refund", "product", "warehouse", "employee", "payroll", "contract",
+                  "supplier", "campaign", "coupon", "review", "subscription", "report", "budget",
+                  "meeting_room", "vehicle", "patient", "recipe", "playlist")
+CATALOG = [f"{verb}_{thing}" for thing in CATALOG_THINGS for verb in CATALOG_VERBS]
+
+
+def build_catalog_server(name: str, stats: dict) -> MCPServer:
+    """100 tools, `<verb>_<thing>(id: str)`, each answering `<tool name>: <id>`."""
+    server = MCPServer(name)
+    for tool_name in CATALOG:
+        verb, thing = tool_name.split("_", 1)
+        server.add_tool(_catalog_handler(tool_name, stats), name=tool_name,
+                        description=f"{verb.capitalize()} the {thing.replace('_', ' ')} of an id.")
+    return server
+
+
+def _catalog_handler(tool_name: str, stats: dict):
+    def handler(id: str) -> str:
+        stats["calls"] += 1
+        return f"{tool_name}: {id}"
+    return handler
+
+
 def _recording_methods(receive, methods: list):
     """`receive` that appends the JSON-RPC method of each request body to `methods`."""
     body = []
@@ -83,10 +110,11 @@ def _recording_methods(receive, methods: list):
 class McpTestServer:
     """Streamable HTTP (`url`) and legacy SSE (`sse_url`) servers in a background thread."""
 
-    def __init__(self, name: str = "demo"):
+    def __init__(self, name: str = "demo", catalog: bool = False):
         self.stats = {"calls": 0, "sleeping": 0, "slept": 0, "authorization": [], "hosts": [],
                       "methods": []}
         self.name = name
+        self.build = build_catalog_server if catalog else build_server
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
@@ -100,8 +128,8 @@ class McpTestServer:
         return f"http://127.0.0.1:{self.port}/sse"
 
     def start(self, timeout: float = 10.0) -> McpTestServer:
-        http_mcp = build_server(self.name, self.stats)
-        sse_mcp = build_server(self.name, self.stats)
+        http_mcp = self.build(self.name, self.stats)
+        sse_mcp = self.build(self.name, self.stats)
         security = TransportSecuritySettings(
             allowed_hosts=["127.0.0.1:*", "localhost:*", "mcp.test:*"],
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*"])

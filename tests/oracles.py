@@ -90,6 +90,7 @@ OPENRESPONSES_UNMODELLED_ITEM_TYPES = {
     "local_shell_call": _NO_MCP_ITEM,
     "apply_patch_call": _NO_MCP_ITEM,
     "tool_search_call": _NO_MCP_ITEM,
+    "tool_search_output": _NO_MCP_ITEM,
 }
 # Other ways we adapt a response object before the ResponseResource check, with the reason.
 OPENRESPONSES_RESPONSE_ADJUSTMENTS = {

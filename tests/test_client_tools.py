@@ -274,15 +274,11 @@ def test_tools_loaded_by_a_search_or_given_in_an_item_are_offered_from_then_on()
          "content": "Tools loaded, callable from now on: lookup."}]
 
 
-def test_a_server_tool_search_is_still_refused_and_items_take_no_hosted_tools():
-    with pytest.raises(InvalidRequest) as server:
-        parse_create_request({"model": "m", "input": "hi",
-                              "tools": [{"type": "tool_search", "execution": "server"}]})
+def test_items_take_no_hosted_tools():
     with pytest.raises(InvalidRequest) as hosted:
         parse_create_request({"model": "m", "input": [
             {"type": "additional_tools", "role": "developer",
              "tools": [{"type": "web_search"}]}]})
-    assert (server.value.param, server.value.code) == ("tools[0].type", "unsupported_tool")
     assert (hosted.value.param, hosted.value.message) == (
         "input[0].tools[0].type",
         "Invalid value for 'input[0].tools[0].type': 'web_search'; tools given in an item are "

@@ -1,4 +1,5 @@
-"""The client-run tools of a create body (`shell`, `local_shell`, `apply_patch`) and their
+"""The client-run tools of a create body (`shell`, `local_shell`, `apply_patch`; a
+`tool_search`, and the tools given mid-conversation: create.tool_search_spec) and their
 six input items (`shell_call`, `shell_call_output`, `local_shell_call`,
 `local_shell_call_output`, `apply_patch_call`, `apply_patch_call_output`) in their stored
 shapes, which are openai-python's output item shapes.
@@ -10,7 +11,7 @@ containers (`container_auto`, `container_reference`) is refused: nothing here ru
 from .fields import required_string
 from ..errors import InvalidRequest
 from ..ids import new_id
-from ..translation.client_tools import LOADABLE_TOOL_TYPES
+from .tool_search_spec import TOOL_SEARCH, TOOL_SEARCH_ITEM_BUILDERS, tool_search_tool
 
 CLIENT_TOOL_TYPES = ("shell", "local_shell", "apply_patch")
 OPERATIONS = ("create_file", "update_file", "delete_file")
@@ -18,19 +19,9 @@ OPERATIONS = ("create_file", "update_file", "delete_file")
 
 def client_tool(tool: dict, param: str) -> dict:
     """The tool as stored and echoed; a shell tool's environment must be local (or left
-    out, which means local here); a client tool search keeps its description and
-    parameters (the function the model is offered)."""
-    if tool["type"] == "tool_search":
-        parameters = tool.get("parameters")
-        if parameters is not None and not isinstance(parameters, dict):
-            raise InvalidRequest(f"'{param}.parameters' must be a JSON schema object.",
-                                 param=f"{param}.parameters", code="invalid_type")
-        description = tool.get("description")
-        if description is not None and not isinstance(description, str):
-            raise InvalidRequest(f"'{param}.description' must be a string.",
-                                 param=f"{param}.description", code="invalid_type")
-        return {"type": "tool_search", "execution": "client", "description": description,
-                "parameters": parameters}
+    out, which means local here)."""
+    if tool["type"] == TOOL_SEARCH:
+        return tool_search_tool(tool, param)
     if tool["type"] != "shell":
         return {"type": tool["type"]}
     environment = tool.get("environment")
@@ -45,9 +36,9 @@ def client_tool(tool: dict, param: str) -> dict:
 
 
 def check_client_tool_names(tools: list[dict]) -> None:
-    """Each client tool once, and no function, custom or namespaced tool bearing its name
-    (the name of the function it is offered as)."""
-    kinds = [t["type"] for t in tools if t["type"] in CLIENT_TOOL_TYPES]
+    """Each client tool (and tool search) once, and no function, custom or namespaced tool
+    bearing its name (the name of the function it is offered as)."""
+    kinds = [t["type"] for t in tools if t["type"] in (*CLIENT_TOOL_TYPES, TOOL_SEARCH)]
     names = {t.get("name") for t in tools if t["type"] in ("function", "custom")}
     names |= {inner.get("name") for t in tools if t["type"] == "namespace"
               for inner in t["tools"]}
@@ -191,55 +182,6 @@ def _apply_patch_call_output(item, param) -> dict:
             "output": output}
 
 
-def _loadable_tools(value, param) -> list[dict]:
-    """Tools the client gives the model mid-conversation: functions, custom and namespaced
-    tools and the client-run tools (the gateway runs none of them)."""
-    if not isinstance(value, list):
-        raise InvalidRequest(f"'{param}' must be a list of tools.", param=param,
-                             code="invalid_type")
-    for index, tool in enumerate(value):
-        where = f"{param}[{index}]"
-        kind = tool.get("type") if isinstance(tool, dict) else None
-        if kind not in LOADABLE_TOOL_TYPES:
-            raise InvalidRequest(f"Invalid value for '{where}.type': {kind!r}; tools given in "
-                                 f"an item are among {list(LOADABLE_TOOL_TYPES)}.",
-                                 param=f"{where}.type", code="invalid_value")
-        if kind in ("function", "custom", "namespace"):
-            required_string(tool, "name", where)
-        inner = tool.get("tools") if kind == "namespace" else []
-        if not isinstance(inner, list) or not all(
-                isinstance(t, dict) and isinstance(t.get("name"), str) for t in inner):
-            raise InvalidRequest(f"'{where}.tools' must be a list of function tools.",
-                                 param=f"{where}.tools", code="invalid_value")
-    return [dict(tool) for tool in value]
-
-
-def _tool_search_call(item, param) -> dict:
-    arguments = item.get("arguments")
-    if not isinstance(arguments, dict):
-        raise InvalidRequest(f"'{param}.arguments' must be an object.",
-                             param=f"{param}.arguments", code="invalid_type")
-    return {"id": _item_id(item, "tsc"), "type": "tool_search_call",
-            "call_id": required_string(item, "call_id", param), "execution": "client",
-            "arguments": arguments,
-            "status": _status(item, param, ("in_progress", "completed", "incomplete"))}
-
-
-def _tool_search_output(item, param) -> dict:
-    return {"id": _item_id(item, "tso"), "type": "tool_search_output",
-            "call_id": required_string(item, "call_id", param), "execution": "client",
-            "tools": _loadable_tools(item.get("tools"), f"{param}.tools"),
-            "status": _status(item, param, ("in_progress", "completed", "incomplete"))}
-
-
-def _additional_tools(item, param) -> dict:
-    if item.get("role", "developer") != "developer":
-        raise InvalidRequest(f"Invalid value for '{param}.role': only 'developer'.",
-                             param=f"{param}.role", code="invalid_value")
-    return {"id": _item_id(item, "adt"), "type": "additional_tools", "role": "developer",
-            "tools": _loadable_tools(item.get("tools"), f"{param}.tools")}
-
-
 def _compaction_trigger(item, param) -> dict:
     """Compact the context before answering, as a threshold crossed would (the run's context
     phase: responses_app.worker.run_context); it must be the last input item
@@ -263,8 +205,6 @@ CLIENT_TOOL_ITEM_BUILDERS = {
     "local_shell_call_output": _local_shell_call_output,
     "apply_patch_call": _apply_patch_call,
     "apply_patch_call_output": _apply_patch_call_output,
-    "tool_search_call": _tool_search_call,
-    "tool_search_output": _tool_search_output,
-    "additional_tools": _additional_tools,
+    **TOOL_SEARCH_ITEM_BUILDERS,
     "compaction_trigger": _compaction_trigger,
 }

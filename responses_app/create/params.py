@@ -10,13 +10,15 @@ from hosted_tools.request_spec import check_hosted_tool_count, hosted_tool
 from mcp_tools.request_spec import check_mcp_tool_count, mcp_tool
 
 from .client_tool_items import CLIENT_TOOL_TYPES, check_client_tool_names, client_tool
+from .tool_search_spec import TOOL_SEARCH, check_deferred_tools, defer_loading
 from .fields import Custom, nullable, ref, required_name, type_error
 from .custom_tool_items import custom_tool
 from ..errors import InvalidRequest
 from .input_items import normalize_input
 
 # Hosted tools: run, refused or dropped, as hosted_tools.catalog says.
-TOOL_TYPES = ("function", "namespace", "mcp", "custom", *CLIENT_TOOL_TYPES, *HOSTED_TYPES)
+TOOL_TYPES = ("function", "namespace", "mcp", "custom", *CLIENT_TOOL_TYPES, TOOL_SEARCH,
+              *HOSTED_TYPES)
 TOOL_CHOICE_MODES = ("auto", "none", "required")
 TEXT_FORMATS = ("text", "json_schema", "json_object")
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
@@ -63,8 +65,7 @@ def _tools(value, param) -> tuple[list[dict], dict, list[str]]:
             tools.append(_namespace_tool(tool, param))
         elif kind == "custom":
             tools.append(custom_tool(tool, param))
-        elif kind in CLIENT_TOOL_TYPES or (kind == "tool_search"
-                                           and tool.get("execution") == "client"):
+        elif kind in (*CLIENT_TOOL_TYPES, TOOL_SEARCH):
             tools.append(client_tool(tool, param))
         elif kind == "mcp":
             stored, headers = mcp_tool(tool, param)
@@ -83,6 +84,7 @@ def _tools(value, param) -> tuple[list[dict], dict, list[str]]:
     check_mcp_tool_count(tools)
     check_hosted_tool_count(tools)
     check_client_tool_names(tools)
+    check_deferred_tools(tools)
     return tools, mcp_headers, dropped
 
 
@@ -108,7 +110,7 @@ def _function_tool(tool, param) -> dict:
     stored = {"type": "function", "name": required_name(tool, "name", param),
               "description": tool.get("description"), "parameters": parameters,
               "strict": True if strict is None else bool(strict)}
-    if tool.get("defer_loading"):  # offered once a tool search loads it
+    if defer_loading(tool, param):  # offered once a tool search loads it
         stored["defer_loading"] = True
     return stored
 
@@ -125,7 +127,7 @@ def _tool_choice(value, param):
     if isinstance(value, dict):
         if value.get("type") in ("function", "custom") and isinstance(value.get("name"), str):
             return {"type": value["type"], "name": value["name"]}
-        if value.get("type") in (*HOSTED_TYPES, *CLIENT_TOOL_TYPES):  # {"type": "shell"}, ...
+        if value.get("type") in (*HOSTED_TYPES, *CLIENT_TOOL_TYPES, TOOL_SEARCH):  # {"type": "shell"}
             return {"type": value["type"]}
         if value.get("type") == "allowed_tools" and isinstance(value.get("tools"), list):
             mode = value.get("mode", "auto")
@@ -144,7 +146,7 @@ TOOL_CHOICE = Custom(_tool_choice, {"oneOf": [
     {"type": "object", "required": ["type", "name"], "additionalProperties": True,
      "properties": {"type": {"enum": ["function", "custom"]}, "name": STRING}},
     {"type": "object", "required": ["type"], "additionalProperties": True,
-     "properties": {"type": {"enum": [*HOSTED_TYPES, *CLIENT_TOOL_TYPES]}}},
+     "properties": {"type": {"enum": [*HOSTED_TYPES, *CLIENT_TOOL_TYPES, TOOL_SEARCH]}}},
     {"type": "object", "required": ["type", "tools"], "additionalProperties": True,
      "properties": {"type": {"const": "allowed_tools"}, "mode": {"enum": ["auto", "required"]},
                     "tools": {"type": "array", "items": OBJECT}}},

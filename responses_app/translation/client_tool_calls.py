@@ -19,6 +19,7 @@ numbers, as everywhere in the machine.
 import json
 
 from .client_tools import APPLY_PATCH, CALL_TYPES, LOCAL_SHELL, OPERATIONS, SHELL, TOOL_SEARCH
+from .tool_search_items import SERVER_TOOL_SEARCH
 
 ID_PREFIXES = {SHELL: "sh", LOCAL_SHELL: "lsh", APPLY_PATCH: "apc", TOOL_SEARCH: "tsc"}
 COMMAND_ADDED = "response.shell_call_command.added"
@@ -30,7 +31,11 @@ ADDED_WHEN_DONE = ("apply_patch_call",)
 
 
 def client_call_item(ids, piece: dict, kind: str) -> dict:
-    """The output item, in progress, for the first chunk piece of a client tool's call."""
+    """The output item, in progress, for the first chunk piece of a client tool's call (or
+    of the gateway's tool search: no `call_id`, tool_search_items)."""
+    if kind == SERVER_TOOL_SEARCH:
+        return {"id": ids("tsc"), "type": "tool_search_call", "call_id": None,
+                "execution": "server", "arguments": {}, "status": "in_progress"}
     item = {"id": ids(ID_PREFIXES[kind]), "type": CALL_TYPES[kind],
             "call_id": piece.get("id") or ids("call")}
     if kind == SHELL:

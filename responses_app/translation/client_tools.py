@@ -15,6 +15,9 @@ go back upstream as that function call and a tool message, the output written as
 """
 import json
 
+from .mcp_history import NAMESPACE_SEPARATOR, upstream_function_name
+from .tool_search_items import SERVER_TOOL_SEARCH
+
 SHELL, LOCAL_SHELL, APPLY_PATCH, TOOL_SEARCH = "shell", "local_shell", "apply_patch", "tool_search"
 # tool type -> the output item its calls become
 CALL_TYPES = {SHELL: "shell_call", LOCAL_SHELL: "local_shell_call",
@@ -84,27 +87,45 @@ def client_tool_as_function(tool: dict) -> dict:
 def tools_from_items(items: list[dict]) -> list[dict]:
     """The tools the client gave in `additional_tools` and `tool_search_output` items,
     offered (from the request they appear in on) beside the request's own; a function
-    marked `defer_loading` counts once loaded this way."""
+    marked `defer_loading` (also inside a namespace) counts once loaded this way."""
     found = []
     for item in items:
         if item.get("type") in ("additional_tools", "tool_search_output"):
-            found += [{**tool, "defer_loading": False} for tool in item["tools"]]
+            found += [_loaded(tool) for tool in item["tools"]]
     return found
 
 
+def _loaded(tool: dict) -> dict:
+    if tool.get("type") == "namespace":
+        return {**tool, "defer_loading": False,
+                "tools": [{**inner, "defer_loading": False} for inner in tool["tools"]]}
+    return {**tool, "defer_loading": False}
+
+
 def client_tool_names(tools: list[dict]) -> dict:
-    """Upstream function name -> the tool type it stands for, for the tools of a request."""
-    return {tool["type"]: tool["type"] for tool in tools if tool["type"] in CALL_TYPES}
+    """Upstream function name -> the tool type it stands for, for the tools of a request
+    (a tool search the gateway runs: SERVER_TOOL_SEARCH)."""
+    return {tool["type"]: SERVER_TOOL_SEARCH if tool.get("execution") == "server"
+            else tool["type"] for tool in tools if tool["type"] in CALL_TYPES}
 
 
 # --- history -----------------------------------------------------------------------------------
 
 def client_items_as_function_items(items: list[dict]) -> list[dict]:
-    """The items with client tool calls and their outputs as function calls and outputs."""
+    """The items with client tool calls and their outputs as function calls and outputs.
+    A server tool search's call and output have no `call_id`: the call is known by its
+    item id, and its output answers the server search call before it."""
     if not any(item.get("type") in _AS_FUNCTION for item in items):
         return items
-    return [_AS_FUNCTION[item["type"]](item) if item.get("type") in _AS_FUNCTION else item
-            for item in items]
+    result, server_call = [], None
+    for item in items:
+        kind = item.get("type")
+        if kind in ("tool_search_call", "tool_search_output") and not item.get("call_id"):
+            if kind == "tool_search_call":
+                server_call = item.get("id") or "tool_search"
+            item = {**item, "call_id": server_call or "tool_search"}
+        result.append(_AS_FUNCTION[kind](item) if kind in _AS_FUNCTION else item)
+    return result
 
 
 def _function_call(item: dict, name: str, arguments: dict) -> dict:
@@ -143,10 +164,22 @@ def _tool_search_call(item):
 
 
 def tool_search_output_text(tools: list[dict]) -> str:
-    names = [tool.get("name") or tool["type"] for tool in tools]
+    """What the model is told of a tool search's output: the names it may call now."""
+    names = [name for tool in tools for name in _loaded_names(tool)]
     if not names:
         return "No tools found."
     return "Tools loaded, callable from now on: " + ", ".join(names) + "."
+
+
+def _loaded_names(tool: dict) -> list[str]:
+    """The function names a loaded tool is called by upstream."""
+    if tool.get("type") == "namespace":
+        return [f"{tool['name']}{NAMESPACE_SEPARATOR}{inner.get('name')}"
+                for inner in tool.get("tools") or ()]
+    if tool.get("type") == "mcp":
+        return [upstream_function_name(tool["server_label"], name)
+                for name in tool.get("allowed_tools") or ()]
+    return [tool.get("name") or tool["type"]]
 
 
 def _apply_patch_call(item):

@@ -29,7 +29,7 @@ item dicts they point at keep changing until their `output_item.done`.
 import time
 from dataclasses import dataclass, field
 
-from . import hosted_items, mcp_events, text_items, tool_items
+from . import hosted_items, mcp_events, text_items, tool_items, tool_search_items
 from .citations import annotations_for
 from .client_tool_calls import (
     ADDED_WHEN_DONE, CLIENT_TOOL_ITEMS, client_call_item, close_client_tool_call,
@@ -137,6 +137,8 @@ class ResponseTranslator:
                 if call.output_index is None:  # added with its complete arguments
                     call.output_index = self._add_item_index(call.item)
                 close_client_tool_call(events, call, "completed")
+                if call.item.get("execution") == "server":  # the gateway's tool search
+                    to_run.append(call.item)
             elif kind == "mcp_approval_request":
                 call.item["arguments"] = "".join(call.pieces)
                 events += mcp_events.added_and_done(self._add_item_index(call.item), call.item)
@@ -200,6 +202,11 @@ class ResponseTranslator:
                    else item["queries"])
         text = hosted_items.result_text(kind, queries, results, first, error)
         return hosted_items.done_events(item, call.output_index), text
+
+    def tool_search_done(self, tools: list[dict]) -> list[dict]:
+        """The gateway's tool search found `tools`: its `tool_search_output` item's events."""
+        item = tool_search_items.output_item(self.options.ids, tools)
+        return tool_search_items.output_events(item, self._add_item_index(item))
 
     def open_list_tools(self, server_label: str) -> tuple[list[dict], dict]:
         """An `mcp_list_tools` item, in progress."""
