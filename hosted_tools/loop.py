@@ -1,8 +1,9 @@
 """The hosted tools of one run: the functions the model is offered for the request's
-`web_search` / `file_search` tools (and its server-run `tool_search`: hosted_tools.tool_search), and each call the model makes run in the worker's tool
+`web_search` / `file_search` tools, and each call the model makes run in the worker's tool
 loop (mcp_tools.runner calls `run()` for the turn's hosted calls), its events made by the
 pure translator and sent with the run's `emit`. The text the model was given for each call
-is kept here, so the next turn's history carries it (`as_function_items`).
+is kept here, so the next turn's history carries it (`as_function_items`). The request's
+server-run `tool_search` is here too (`tool_search`: hosted_tools.tool_search).
 """
 import logging
 

@@ -115,12 +115,16 @@ class McpToolLoop:
         if self.hosted:
             items = self.hosted.as_function_items(items)
         route = route_of(self.job.model)
-        return build_chat_request(
+        chat = build_chat_request(
             model=self.job.model, instructions=self.job.request.get("instructions"),
             items=items, params=params, include=self.job.include,
             max_tokens_param=settings.UPSTREAM_MAX_TOKENS_PARAM,
             merge_user_messages=settings.UPSTREAM_MERGE_USER_MESSAGES,
-            images=route.accepts_images, passthrough=route.passthrough_params).body
+            images=route.accepts_images, passthrough=route.passthrough_params)
+        # a namespaced or custom tool a search loaded this run is known from this turn on
+        self.translator.options.function_names = chat.function_names
+        self.translator.options.custom_tools = chat.custom_tools
+        return chat.body
 
     def _offered_functions(self, output: list[dict]) -> list[dict]:
         """The MCP tools offered this turn: a deferred server's only once a tool search

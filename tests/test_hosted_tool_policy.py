@@ -37,7 +37,7 @@ def schema_tool_types() -> set[str]:
 def test_the_catalog_names_every_tool_type_of_the_openai_schema():
     schema_types = schema_tool_types()
     assert schema_types - set(HOSTED_TYPES) == {"function", "mcp", "custom", "namespace",
-                                                *CLIENT_TOOL_TYPES}
+                                                "tool_search", *CLIENT_TOOL_TYPES}
     assert set(HOSTED_TYPES) - schema_types == set()
 
 

@@ -127,7 +127,7 @@ def _tool_choice(value, param):
     if isinstance(value, dict):
         if value.get("type") in ("function", "custom") and isinstance(value.get("name"), str):
             return {"type": value["type"], "name": value["name"]}
-        if value.get("type") in (*HOSTED_TYPES, *CLIENT_TOOL_TYPES, TOOL_SEARCH):  # {"type": "shell"}
+        if value.get("type") in (*HOSTED_TYPES, *CLIENT_TOOL_TYPES, TOOL_SEARCH):  # "shell"
             return {"type": value["type"]}
         if value.get("type") == "allowed_tools" and isinstance(value.get("tools"), list):
             mode = value.get("mode", "auto")
