@@ -12,8 +12,11 @@ of the query score 0 and are never found; the best `limit` are kept, ties in the
 the request gave the tools. Deterministic: the same query over the same tools finds the
 same tools.
 
-Hand-written (~30 lines) rather than `rank-bm25`, which needs numpy for the same
-arithmetic; the scoring is small enough to read whole here.
+Hand-written (~30 lines) rather than `rank-bm25`, which needs numpy (not otherwise a
+dependency) for the same arithmetic; the scoring is small enough to read whole here. Cost,
+measured 2026-11-27 in process on the shared 2-core machine (best of 5 rounds of 200): one
+search over the 100 tools of tests/mcp_server.py's catalog, words and ranking, 2.2 ms; it
+runs once per `tool_search` call, not per response.
 """
 import math
 import re

@@ -48,14 +48,15 @@ class ToolSearch:
         """Search for one `tool_search_call` (done already) and add its output item;
         `mcp_listings`: the allowed tools of each deferred MCP server, by label."""
         query = item["arguments"].get("query") if isinstance(item["arguments"], dict) else None
-        found = []
-        if isinstance(query, str) and self.calls_made < self._limit():
+        found, searched = [], isinstance(query, str) and self.calls_made < self._limit()
+        if searched:
             self.calls_made += 1
             candidates = self._candidates(mcp_listings)
             best = rank(query, [_words(c) for c in candidates],
                         settings.TOOL_SEARCH_MAX_RESULTS)
             found = _as_tools([candidates[i] for i in best])
-        HOSTED_TOOL_CALLS.labels(tool="tool_search", status="completed").inc()
+        HOSTED_TOOL_CALLS.labels(tool="tool_search",
+                                 status="completed" if searched else "failed").inc()
         log.info("tool search of %s for %r found %d tools", self.job.id, query,
                  sum(len(t.get("tools") or t.get("allowed_tools") or [t]) for t in found))
         await self.emit(self.translator.tool_search_done(found))
