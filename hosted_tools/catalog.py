@@ -2,9 +2,9 @@
 that the model cannot be offered as a client function, and what becomes of it here.
 
 `web_search` (and its dated and preview variants) and `file_search` run when a backend is
-configured (a search backend serving the tenant: hosted_tools.backend_table, checked once
-the tenant is known by hosted_tools.tenant_tools; the vector stores app). The other types name tools OpenAI
-runs in its own sandboxes or that need a special client (computer use): no backend here
+configured (a search backend serving the tenant: hosted_tools.backend_table, checked once the
+tenant is known by hosted_tools.tenant_tools; the vector stores app). The other types name
+tools OpenAI runs in its own sandboxes or that need a special client (computer use): no backend here
 runs them. (`shell`, `local_shell`, `apply_patch` and a `tool_search` run by the client are
 not here: the client runs them, and any model is offered them as functions:
 responses_app.client_tool_items.) A tool the deployment cannot run is refused with a 400

@@ -1,14 +1,14 @@
 """Running one `web_search` call: the tool's options (`search_context_size`, filters,
 `user_location`) made into a query, sent to the backend that serves the tenant
-(hosted_tools.backend_table; its wire format in hosted_tools.web_backends) through the egress guard of mcp_tools.egress (the backend's address resolved
-once, checked, and connected to; WEB_SEARCH_EGRESS_ALLOWLIST lets a private instance
-through), and its answer made into results. Failures are a `SearchFailed` whose message the
-model is told.
+(hosted_tools.backend_table, read on a database thread when the table in memory is stale;
+its wire format in hosted_tools.web_backends) through the egress guard of mcp_tools.egress
+(the backend's address resolved once, checked, and connected to; WEB_SEARCH_EGRESS_ALLOWLIST
+lets a private instance through), and its answer made into results. Failures are a
+`SearchFailed` whose message the model is told.
 
 `search_context_size` sets how much the model is given: low 3 results of up to 400
 characters, medium 5 of up to 1,000, high 10 of up to 2,500.
 """
-import asyncio
 import functools
 
 import httpx2
@@ -18,6 +18,7 @@ from django.conf import settings
 from mcp_tools.egress import (
     EgressRefused, PinnedTransport, parse_allowlist, resolve_checked, system_resolver,
 )
+from responses_app.worker.loop import blocking
 
 from .backend_table import SearchBackend, backend_table, remembered_backends
 from .web_backends import BACKENDS, BackendAnswerInvalid, WebQuery
@@ -49,7 +50,7 @@ def web_query(tool: dict, query: str) -> WebQuery:
 
 async def tenant_backend(tenant_id: int) -> SearchBackend:
     """The backend that serves the tenant now (SearchFailed if none does any more)."""
-    table = remembered_backends() or await asyncio.to_thread(backend_table)
+    table = remembered_backends() or await blocking(backend_table)
     backend = table.for_tenant(tenant_id)
     if backend is None:
         raise SearchFailed("no search backend is configured")

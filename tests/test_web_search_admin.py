@@ -132,3 +132,27 @@ def test_the_egress_guard_refuses_a_private_backend(admin_client, tenants, fake_
     assert str(failed.value) == ("the search backend may not be reached: localhost resolves "
                                  "to 127.0.0.1, which is not a globally routable address")
     assert fake_search.requests() == []
+
+
+def test_keys_rotate_and_a_key_no_key_opens_fails_the_search_clearly(admin_client, tenants,
+                                                                       fake_search, settings):
+    import io
+
+    from cryptography.fernet import Fernet
+    from django.core.management import call_command
+
+    alice, _ = tenants
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    settings.ENCRYPTION_KEYS = [old]
+    assert admin_client.post(ADD, form("alice-tavily", "tavily", fake_search.tavily_url,
+                                       alice, TAVILY_KEY)).status_code == 302
+    settings.ENCRYPTION_KEYS = [new, old]
+    call_command("rotate_upstream_keys", stdout=io.StringIO())
+    settings.ENCRYPTION_KEYS = [new]
+    assert WebSearchBackend.objects.get(name="alice-tavily").api_key() == TAVILY_KEY
+    settings.ENCRYPTION_KEYS = [old]
+    with pytest.raises(SearchFailed) as failed:
+        search(alice)
+    assert str(failed.value) == ("the search backend 'alice-tavily' cannot be used: its API "
+                                 "key cannot be decrypted")
+    assert fake_search.requests() == []

@@ -1,6 +1,6 @@
 """`manage.py rotate_upstream_keys`: re-encrypt every stored secret (upstream keys,
-registered MCP servers' credentials and web search backends' keys) under the first key of ENCRYPTION_KEYS (run it after
-putting a new key first; then drop the old one)."""
+registered MCP servers' credentials, web search backends' keys) under the first key of
+ENCRYPTION_KEYS (run it after putting a new key first; then drop the old one)."""
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
