@@ -2,16 +2,17 @@
 that the model cannot be offered as a client function, and what becomes of it here.
 
 `web_search` (and its dated and preview variants) and `file_search` run when a backend is
-configured (a search backend serving the tenant: hosted_tools.backend_table, checked once the
-tenant is known by hosted_tools.tenant_tools; the vector stores app). The other types name
-tools OpenAI runs in its own sandboxes or that need a special client (computer use): no backend here
-runs them. (`shell`, `local_shell`, `apply_patch` and a `tool_search` run by the client are
-not here: the client runs them, and any model is offered them as functions:
+configured (a search backend serving the tenant: hosted_tools.backend_table, checked once
+the tenant is known by hosted_tools.tenant_tools; the vector stores app). The other types
+name tools OpenAI runs in its own sandboxes or that need a special client (computer use): no
+backend here runs them. (`shell`, `local_shell`, `apply_patch` and a `tool_search` run by
+the client are not here: the client runs them, and any model is offered them as functions:
 responses_app.client_tool_items.) A tool the deployment cannot run is refused with a 400
-naming it and the setting that changes that, or, for the types in HOSTED_TOOLS_DROP_UNAVAILABLE (default: the
-web search types, which Codex sends on every request), dropped: not offered, not echoed,
-named in the `X-Gateway-Dropped-Tools` response header and counted in the
-`gateway_hosted_tools_dropped{type}` metric. Pure but for reading settings.
+naming it and the setting that changes that, or, for the types in
+HOSTED_TOOLS_DROP_UNAVAILABLE (default: the web search types, which Codex sends on every
+request), dropped: not offered, not echoed, named in the `X-Gateway-Dropped-Tools` response
+header and counted in the `gateway_hosted_tools_dropped{type}` metric. Pure but for reading
+settings.
 """
 import functools
 import importlib.util

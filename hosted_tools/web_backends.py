@@ -1,6 +1,6 @@
 """The search backends `web_search` runs on: SearXNG's JSON API, the Brave Search API and
-Tavily's search API. Each turns a `WebQuery` into an HTTP request and the backend's JSON answer into
-`WebResult`s. Pure (no I/O): the request is made by hosted_tools.web_search.
+Tavily's search API. Each turns a `WebQuery` into an HTTP request and the backend's JSON
+answer into `WebResult`s. Pure (no I/O): the request is made by hosted_tools.web_search.
 
 SearXNG: `GET <WEB_SEARCH_URL>/search?q=…&format=json` (the instance must enable the json
 format), answering `{"query", "number_of_results", "results": [{"url", "title", "content",

@@ -2,8 +2,9 @@
 Postgres, Redis) with its search on the fake SearXNG (tests/fake_search.py): the openai
 SDK's stream of a response that searches and cites, its exact events and items, the exact
 upstream requests, its stream replayed, a chain continuing after it; the Agents SDK's
-WebSearchTool in a run; a tenant whose own backend (Tavily, set in the admin) serves its searches while another
-tenant's stay on the deployment's; and the header naming a dropped tool."""
+WebSearchTool in a run; a tenant whose own backend (Tavily, set in the admin) serves its
+searches while another tenant's stay on the deployment's; and the header naming a dropped
+tool."""
 import asyncio
 import time
 
