@@ -279,15 +279,19 @@ HOSTED_TOOLS_DROP_UNAVAILABLE = env.list(
 HOSTED_MAX_TOOL_CALLS = env.int("HOSTED_MAX_TOOL_CALLS", default=8)
 # Deferred tools one server-run tool search finds at most (hosted_tools.tool_ranking).
 TOOL_SEARCH_MAX_RESULTS = env.int("TOOL_SEARCH_MAX_RESULTS", default=5)
-# web_search: "" (none: the tool is dropped or refused), "searxng" or "brave".
+# web_search's deployment-wide fallback backend: "" (none), "searxng", "brave" or "tavily".
+# Backends configured in the admin win (a tenant's own, then one for every tenant);
+# with none of them, the tool is dropped or refused (HOSTED_TOOLS_DROP_UNAVAILABLE).
 WEB_SEARCH_BACKEND = env.str("WEB_SEARCH_BACKEND", default="")
 # The backend's base URL: a SearXNG instance (its /search answers format=json), or Brave's
-# API (default https://api.search.brave.com/res/v1).
+# API (default https://api.search.brave.com/res/v1), or Tavily's (default https://api.tavily.com).
 WEB_SEARCH_URL = env.str("WEB_SEARCH_URL", default="")
 WEB_SEARCH_API_KEY = env.str("WEB_SEARCH_API_KEY", default="")
 WEB_SEARCH_TIMEOUT_SECONDS = env.float("WEB_SEARCH_TIMEOUT_SECONDS", default=15.0)
 # CIDRs the search backend may be reached at although not public (a SearXNG on the LAN, tests).
 WEB_SEARCH_EGRESS_ALLOWLIST = env.list("WEB_SEARCH_EGRESS_ALLOWLIST", default=[])
+# A process re-reads the admin's search backends at most this often.
+WEB_SEARCH_BACKENDS_CACHE_SECONDS = env.float("WEB_SEARCH_BACKENDS_CACHE_SECONDS", default=5.0)
 # file_search runs against the tenant's vector stores (the vector_stores app); False refuses it.
 FILE_SEARCH_ENABLED = env.bool("FILE_SEARCH_ENABLED", default=True)
 

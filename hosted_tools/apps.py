@@ -1,4 +1,5 @@
-"""App config for the hosted tools (no models: its system checks)."""
+"""App config for the hosted tools: its system checks, and the signals that make a saved
+search backend seen at once."""
 from django.apps import AppConfig
 
 
@@ -7,4 +8,4 @@ class HostedToolsConfig(AppConfig):
     verbose_name = "Hosted tools"
 
     def ready(self):
-        from . import checks  # noqa: F401  (registers the system checks)
+        from . import checks, signals  # noqa: F401  (registers the checks and receivers)

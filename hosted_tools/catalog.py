@@ -2,16 +2,18 @@
 that the model cannot be offered as a client function, and what becomes of it here.
 
 `web_search` (and its dated and preview variants) and `file_search` run when a backend is
-configured (WEB_SEARCH_BACKEND; the vector stores app). The other types name tools OpenAI
-runs in its own sandboxes or that need a special client (computer use): no backend here
-runs them. (`shell`, `local_shell`, `apply_patch` and `tool_search` are not here: the
-client runs the first three, the client or the gateway a tool search
+configured (a search backend serving the tenant: hosted_tools.backend_table, checked once
+the tenant is known by hosted_tools.tenant_tools; the vector stores app). The other types
+name tools OpenAI runs in its own sandboxes or that need a special client (computer use): no
+backend here runs them. (`shell`, `local_shell`, `apply_patch` and `tool_search` are not
+here: the client runs the first three, the client or the gateway a tool search
 (hosted_tools.tool_search), and any model is offered them as functions:
 responses_app.client_tool_items.) A tool the deployment cannot run is refused with a 400
-naming it and the setting that changes that, or, for the types in HOSTED_TOOLS_DROP_UNAVAILABLE (default: the
-web search types, which Codex sends on every request), dropped: not offered, not echoed,
-named in the `X-Gateway-Dropped-Tools` response header and counted in the
-`gateway_hosted_tools_dropped{type}` metric. Pure but for reading settings.
+naming it and the setting that changes that, or, for the types in
+HOSTED_TOOLS_DROP_UNAVAILABLE (default: the web search types, which Codex sends on every
+request), dropped: not offered, not echoed, named in the `X-Gateway-Dropped-Tools` response
+header and counted in the `gateway_hosted_tools_dropped{type}` metric. Pure but for reading
+settings.
 """
 import functools
 import importlib.util
@@ -34,8 +36,8 @@ DROPPED_HEADER = "X-Gateway-Dropped-Tools"
 DEFAULT_DROP = ",".join(WEB_SEARCH_TYPES)
 
 
-def web_search_available() -> bool:
-    return bool(settings.WEB_SEARCH_BACKEND)
+NO_SEARCH_BACKEND = ("no search backend serves this tenant (set WEB_SEARCH_BACKEND, or add a "
+                     "web search backend in the admin)")
 
 
 def file_search_available() -> bool:
@@ -49,14 +51,13 @@ def _vector_stores_installed() -> bool:
 
 
 def unavailable_reason(tool: dict) -> str | None:
-    """Why this hosted tool cannot run here (None: it runs), naming what would enable it."""
+    """Why this hosted tool cannot run here (None: it runs, for web search if a backend
+    serves the tenant: NO_SEARCH_BACKEND otherwise), naming what would enable it."""
     kind = tool["type"]
     if kind in WEB_SEARCH_TYPES:
         if tool.get("external_web_access") is False:
             return ("it asks for offline (cache-only) search, and this gateway keeps no "
                     "search cache")
-        if not web_search_available():
-            return "no search backend is configured (set WEB_SEARCH_BACKEND)"
         return None
     if kind in FILE_SEARCH_TYPES:
         if not file_search_available():

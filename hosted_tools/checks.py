@@ -6,6 +6,9 @@ from django.core.checks import Error, register
 from .catalog import HOSTED_TYPES
 from .web_backends import BACKENDS
 
+# The backends that need a key, and what the key is.
+KEYED = {"brave": "the Brave Search API subscription token", "tavily": "the Tavily API key"}
+
 
 @register()
 def web_search_backend_is_usable(app_configs, **kwargs):
@@ -20,9 +23,9 @@ def web_search_backend_is_usable(app_configs, **kwargs):
         return [Error("WEB_SEARCH_BACKEND is 'searxng' but WEB_SEARCH_URL is empty.",
                       hint="Set WEB_SEARCH_URL to the SearXNG instance's base URL.",
                       id="hosted_tools.E002")]
-    if backend == "brave" and not settings.WEB_SEARCH_API_KEY:
-        return [Error("WEB_SEARCH_BACKEND is 'brave' but WEB_SEARCH_API_KEY is empty.",
-                      hint="Set WEB_SEARCH_API_KEY to the Brave Search API subscription token.",
+    if backend in KEYED and not settings.WEB_SEARCH_API_KEY:
+        return [Error(f"WEB_SEARCH_BACKEND is {backend!r} but WEB_SEARCH_API_KEY is empty.",
+                      hint=f"Set WEB_SEARCH_API_KEY to {KEYED[backend]}.",
                       id="hosted_tools.E003")]
     return []
 

@@ -61,7 +61,8 @@ class HostedTools:
     async def _search(self, kind: str, queries: list[str]):
         try:
             if kind == WEB_SEARCH:
-                return await search_web(self.tools[WEB_SEARCH], queries[0]), None
+                return await search_web(self.tools[WEB_SEARCH], queries[0],
+                                        self.job.tenant_id), None
             return await search_files(self.job.tenant_id, self.tools[FILE_SEARCH], queries), None
         except (SearchFailed, FileSearchFailed) as failure:
             log.info("%s %s failed: %s", kind, self.job.id, failure)

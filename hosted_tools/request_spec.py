@@ -36,7 +36,12 @@ def hosted_tool(tool: dict, param: str) -> dict | None:
         return stored
     if dropped_when_unavailable(kind):
         return None
-    raise InvalidRequest(
+    raise unsupported(kind, reason, param)
+
+
+def unsupported(kind: str, reason: str, param: str) -> InvalidRequest:
+    """The 400 for a hosted tool that can neither run nor be dropped."""
+    return InvalidRequest(
         f"Hosted tool '{kind}' is not supported by this gateway: {reason}. An administrator "
         f"can list '{kind}' in HOSTED_TOOLS_DROP_UNAVAILABLE to have it dropped instead.",
         param=f"{param}.type", code="unsupported_tool")

@@ -1,6 +1,6 @@
-"""The search backends `web_search` runs on: SearXNG's JSON API and the Brave Search API.
-Each turns a `WebQuery` into an HTTP request and the backend's JSON answer into
-`WebResult`s. Pure (no I/O): the request is made by hosted_tools.web_search.
+"""The search backends `web_search` runs on: SearXNG's JSON API, the Brave Search API and
+Tavily's search API. Each turns a `WebQuery` into an HTTP request and the backend's JSON
+answer into `WebResult`s. Pure (no I/O): the request is made by hosted_tools.web_search.
 
 SearXNG: `GET <WEB_SEARCH_URL>/search?q=…&format=json` (the instance must enable the json
 format), answering `{"query", "number_of_results", "results": [{"url", "title", "content",
@@ -10,6 +10,13 @@ Brave: `GET <WEB_SEARCH_URL or https://api.search.brave.com/res/v1>/web/search?q
 with `X-Subscription-Token`, answering `{"type": "search", "query": {…}, "web": {"results":
 [{"title", "url", "description", "extra_snippets", …}]}, …}`; the user's location goes as
 `country` and Brave's `X-Loc-*` headers.
+Tavily: `POST <WEB_SEARCH_URL or https://api.tavily.com>/search` with `Authorization: Bearer
+<key>` and a JSON body `{"query", "topic": "general", "search_depth", "max_results",
+"include_domains", "country", …}`, answering `{"query", "answer", "images", "results":
+[{"title", "url", "content", "score", "raw_content"}], "response_time", "request_id", …}`;
+`search_depth` is "advanced" for search_context_size high (2 credits), else "basic"; the
+allowed domains go as `include_domains` (not as `site:` operators); the location's country
+as Tavily's country name (hosted_tools.tavily_countries), the rest of it is not sent.
 """
 import html
 import re
@@ -18,8 +25,12 @@ from urllib.parse import urlsplit
 
 from responses_app.translation.hosted_items import WebResult
 
+from .tavily_countries import TAVILY_COUNTRIES
+
 BRAVE_URL = "https://api.search.brave.com/res/v1"
 BRAVE_MAX_COUNT = 20
+TAVILY_URL = "https://api.tavily.com"
+TAVILY_DEPTHS = {"low": "basic", "medium": "basic", "high": "advanced"}
 TAGS = re.compile(r"<[^>]+>")
 
 
@@ -30,6 +41,7 @@ class WebQuery:
     text_chars: int             # text kept per result
     allowed_domains: tuple = ()
     location: dict | None = None  # user_location: city, country, region, timezone
+    context_size: str = "medium"  # search_context_size: low, medium, high
 
 
 @dataclass(frozen=True)
@@ -37,6 +49,8 @@ class HttpRequest:
     url: str
     params: dict
     headers: dict
+    method: str = "GET"
+    json: dict | None = None  # the body of a POST
 
 
 class BackendAnswerInvalid(Exception):
@@ -96,8 +110,31 @@ def brave_results(answer, query: WebQuery) -> list[WebResult]:
         for r in results if isinstance(r, dict)], query)
 
 
+def tavily_request(base_url: str, api_key: str, query: WebQuery) -> HttpRequest:
+    body = {"query": query.query, "topic": "general",
+            "search_depth": TAVILY_DEPTHS[query.context_size],
+            "max_results": query.count, "include_answer": False, "include_raw_content": False}
+    if query.allowed_domains:
+        body["include_domains"] = list(query.allowed_domains)
+    country = TAVILY_COUNTRIES.get(((query.location or {}).get("country") or "").upper())
+    if country:
+        body["country"] = country
+    return HttpRequest(url=f"{(base_url or TAVILY_URL).rstrip('/')}/search", params={},
+                       headers={"Accept": "application/json",
+                                "Authorization": f"Bearer {api_key}"},
+                       method="POST", json=body)
+
+
+def tavily_results(answer, query: WebQuery) -> list[WebResult]:
+    if not isinstance(answer, dict) or not isinstance(answer.get("results"), list):
+        raise BackendAnswerInvalid("the Tavily answer has no 'results' list")
+    return _kept([(r.get("title"), r.get("url"), r.get("content"))
+                  for r in answer["results"] if isinstance(r, dict)], query)
+
+
 BACKENDS = {"searxng": (searxng_request, searxng_results),
-            "brave": (brave_request, brave_results)}
+            "brave": (brave_request, brave_results),
+            "tavily": (tavily_request, tavily_results)}
 
 
 def _kept(rows, query: WebQuery) -> list[WebResult]:

@@ -88,11 +88,13 @@ def fake_search():
 @pytest.fixture(scope="session")
 def production(upstream, fake_search, tmp_path_factory):
     """The shared production-path deployment, talking to the fake upstream; its web_search
-    runs on the fake SearXNG."""
+    runs on the fake SearXNG (the settings' backend), unless the tenant has one of its own
+    in the admin (read at every use: a test adds one while the deployment runs)."""
     with production_deployment(upstream, tmp_path_factory, "e2e", E2E_REDIS_DB,
                                WEB_SEARCH_BACKEND="searxng",
                                WEB_SEARCH_URL=fake_search.searxng_url,
-                               WEB_SEARCH_EGRESS_ALLOWLIST="127.0.0.1/32") as deployment:
+                               WEB_SEARCH_EGRESS_ALLOWLIST="127.0.0.1/32",
+                               WEB_SEARCH_BACKENDS_CACHE_SECONDS="0") as deployment:
         yield deployment
 
 

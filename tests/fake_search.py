@@ -1,10 +1,13 @@
-"""Fake web search backends on 127.0.0.1: SearXNG's JSON API (`GET /search?format=json`)
-and the Brave Search API (`GET /res/v1/web/search`), answering in their real response shapes
-(fields as the services document and return them, values made up), whatever the query,
-with the same three pages (two on python.org, one on example.com). Every request is
-recorded: `requests()` -> `[{"path", "params", "headers"}]`.
+"""Fake web search backends on 127.0.0.1: SearXNG's JSON API (`GET /search?format=json`),
+the Brave Search API (`GET /res/v1/web/search`) and Tavily's (`POST /tavily/search`, a JSON
+body), answering in their real response shapes (fields as the services document and return
+them, values made up), whatever the query, with the same three pages (two on python.org,
+one on example.com; Tavily keeps to its `include_domains` and `max_results`, as it does).
+Every request is recorded: `requests()` -> `[{"method", "path", "params", "headers",
+"body"}]` (body: the JSON a POST sent, else None).
 
-    search = FakeSearch().start(); search.searxng_url; search.brave_url; search.stop()
+    search = FakeSearch().start(); search.searxng_url; search.brave_url;
+    search.tavily_url; search.stop()
 """
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,6 +24,7 @@ PAGES = [
      "This domain is for use in illustrative examples in documents."),
 ]
 BRAVE_KEY = "brave-test-key"
+TAVILY_KEY = "tvly-dev-test-key"
 
 
 def searxng_answer(query: str) -> dict:
@@ -63,6 +67,25 @@ def brave_answer(query: str) -> dict:
     }
 
 
+def tavily_answer(body: dict) -> dict:
+    """Tavily's answer as its API reference records it (search depth basic or advanced,
+    no answer, no images, no raw content asked for)."""
+    domains = body.get("include_domains") or ()
+    pages = [(title, url, content) for title, url, content in PAGES
+             if not domains or any(urlsplit(url).hostname == d
+                                   or urlsplit(url).hostname.endswith("." + d)
+                                   for d in domains)]
+    return {
+        "query": body.get("query"), "follow_up_questions": None, "answer": None,
+        "images": [],
+        "results": [{"url": url, "title": title, "content": content,
+                     "score": round(0.9 - n / 10, 2), "raw_content": None}
+                    for n, (title, url, content) in enumerate(pages[:body.get("max_results",
+                                                                                  5)])],
+        "response_time": 1.09, "request_id": "123e4567-e89b-12d3-a456-426614174111",
+    }
+
+
 class FakeSearch:
     def __init__(self):
         self._requests = []
@@ -72,11 +95,28 @@ class FakeSearch:
             def log_message(self, *args):
                 pass
 
-            def do_GET(self):
+            def _record(self, body=None):
                 parts = urlsplit(self.path)
                 params = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-                fake._requests.append({"path": parts.path, "params": params,
-                                       "headers": {k.lower(): v for k, v in self.headers.items()}})
+                fake._requests.append({
+                    "method": self.command, "path": parts.path, "params": params,
+                    "headers": {k.lower(): v for k, v in self.headers.items()},
+                    "body": body})
+                return parts, params
+
+            def do_POST(self):
+                body = orjson.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                parts, _ = self._record(body)
+                if parts.path != "/tavily/search":
+                    self._send(404, {"detail": "Not Found"})
+                elif self.headers.get("Authorization") != f"Bearer {TAVILY_KEY}":
+                    self._send(401, {"detail": {
+                        "error": "Unauthorized: missing or invalid API key."}})
+                else:
+                    self._send(200, tavily_answer(body))
+
+            def do_GET(self):
+                parts, params = self._record()
                 if parts.path == "/search" and params.get("format") == "json":
                     self._send(200, searxng_answer(params.get("q", "")))
                 elif parts.path == "/res/v1/web/search":
@@ -103,6 +143,7 @@ class FakeSearch:
         self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self.searxng_url = self.base_url
         self.brave_url = f"{self.base_url}/res/v1"
+        self.tavily_url = f"{self.base_url}/tavily"
 
     def start(self) -> "FakeSearch":
         threading.Thread(target=self._server.serve_forever, daemon=True).start()

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from hosted_tools.tenant_tools import settle_web_search
 from responses_app.create.body import FIELDS, NOT_APPLIED
 from responses_app.create.request import parse_create_request
 from responses_app.errors import InvalidRequest
@@ -127,7 +128,8 @@ def test_content_parts_are_normalized():
 
 
 def test_function_tools_are_normalized_with_strict_echoed():
-    """A web_search tool with no backend (the default) is dropped, named in dropped_tools."""
+    """A web_search tool with no backend (the default) is dropped, named in dropped_tools
+    (once the front door knows no backend serves the tenant)."""
     request = parse(input="hi", tools=[
         {"type": "function", "name": "a"},
         {"type": "function", "name": "b", "description": "B.", "strict": False,
@@ -140,7 +142,11 @@ def test_function_tools_are_normalized_with_strict_echoed():
          "strict": True},
         {"type": "function", "name": "b", "description": "B.",
          "parameters": {"type": "object", "properties": {}}, "strict": False},
+        {"type": "web_search", "search_context_size": "medium", "user_location": None,
+         "filters": None},
     ]
+    settle_web_search(request, backend_serves_tenant=False)
+    assert [tool["name"] for tool in request.params["tools"]] == ["a", "b"]
     assert request.dropped_tools == ["web_search"]
 
 

@@ -1,18 +1,20 @@
 """web_search end to end on the shared production deployment (Daphne, a Celery worker,
 Postgres, Redis) with its search on the fake SearXNG (tests/fake_search.py): the openai
 SDK's stream of a response that searches and cites, its exact events and items, the exact
-upstream requests, its stream replayed, a chain continuing after it; the Agents SDK's WebSearchTool in a run;
-and the header naming a dropped tool."""
+upstream requests, its stream replayed, a chain continuing after it; the Agents SDK's
+WebSearchTool in a run; a tenant whose own backend (Tavily, set in the admin) serves its
+searches while another tenant's stay on the deployment's; and the header naming a dropped
+tool."""
 import asyncio
 import time
 
 import httpx
 from agents import Agent, OpenAIResponsesModel, RunConfig, Runner, WebSearchTool
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, OpenAI
 from openai.types.responses import ResponseFunctionWebSearch
 
 from responses_app.translation.hosted_items import FUNCTIONS
-from tests.fake_search import PAGES
+from tests.fake_search import PAGES, TAVILY_KEY
 from tests.invariants import check_stream
 from tests.test_e2e_sdk import dumped
 
@@ -159,3 +161,43 @@ def test_a_background_response_searches_and_resumes(openai_client):
     with openai_client.responses.retrieve(created.id, stream=True, starting_after=1) as stream:
         tail = dumped(stream)
     assert [e["type"] for e in tail] == SEARCH_AND_CITE_EVENTS[2:]
+
+
+ADD_TAVILY_BACKEND = """
+from hosted_tools.models import WebSearchBackend
+from responses_app.models import Tenant
+backend = WebSearchBackend(name="carol-tavily", tenant=Tenant.objects.get(name="carol"),
+                           kind="tavily", url="{url}")
+backend.set_api_key("{key}")
+backend.save()
+"""
+
+
+def test_a_tenants_own_backend_serves_it_and_no_other(production, openai_client,
+                                                      fake_search):
+    carol = OpenAI(base_url=production.base_url, api_key=production.new_api_key("carol"),
+                   max_retries=0, timeout=30)
+    production.manage("shell", "-c", ADD_TAVILY_BACKEND.format(url=fake_search.tavily_url,
+                                                               key=TAVILY_KEY))
+    fake_search.clear()
+    tools = [{"type": "web_search", "search_context_size": "low",
+              "filters": {"allowed_domains": ["python.org"]},
+              "user_location": {"type": "approximate", "country": "FR"}}]
+    response = carol.responses.create(model="fake-citing-caller", input=CALL_LINE,
+                                      tools=tools, include=["web_search_call.action.sources"])
+    theirs = openai_client.responses.create(model="fake-citing-caller", input=CALL_LINE,
+                                            tools=tools)
+    assert [(r["method"], r["path"]) for r in fake_search.requests()] == [
+        ("POST", "/tavily/search"), ("GET", "/search")]
+    tavily = fake_search.requests()[0]
+    assert (tavily["headers"]["authorization"], tavily["body"]) == (f"Bearer {TAVILY_KEY}", {
+        "query": "python 3.14", "topic": "general", "search_depth": "basic", "max_results": 3,
+        "include_answer": False, "include_raw_content": False,
+        "include_domains": ["python.org"], "country": "france"})
+    call = response.output[0]
+    assert call.model_dump(mode="json", exclude_unset=True) == {
+        "id": call.id, "type": "web_search_call", "status": "completed",
+        "action": {"type": "search", "query": "python 3.14",
+                   "sources": [{"type": "url", "url": url} for _, url, _ in PAGES[:2]]}}
+    assert response.output_text == theirs.output_text == "Found it [1], and more [2]."
+    assert [a.model_dump() for a in response.output[1].content[0].annotations] == ANNOTATIONS

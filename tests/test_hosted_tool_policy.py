@@ -2,9 +2,11 @@
 a 400 naming it and the setting, or is dropped (named in dropped_tools, a header and a
 metric); a tool_choice that leaves the model nothing to call is a 400."""
 import pytest
+from django.conf import settings
 
 from hosted_tools.catalog import HOSTED_TYPES, UNBACKED_TYPES, WEB_SEARCH_TYPES
 from hosted_tools.dropped import dropped_tools_header
+from hosted_tools.tenant_tools import settle_web_search
 from observability.metrics import HOSTED_TOOLS_DROPPED
 from responses_app.create.client_tool_items import CLIENT_TOOL_TYPES
 from responses_app.create.request import parse_create_request
@@ -12,7 +14,11 @@ from responses_app.errors import InvalidRequest
 
 
 def parse(**fields):
-    return parse_create_request({"model": "m", "input": "hi", **fields})
+    """Parsed, then settled as the front door settles it for a tenant with no search backend
+    of its own in the admin: served by WEB_SEARCH_BACKEND's, or by none when it is empty."""
+    request = parse_create_request({"model": "m", "input": "hi", **fields})
+    settle_web_search(request, bool(settings.WEB_SEARCH_BACKEND))
+    return request
 
 
 def refusal(**fields) -> dict:
@@ -72,12 +78,32 @@ def test_web_search_without_backend_is_dropped_by_default(kind, settings):
 
 def test_web_search_refused_when_not_in_the_drop_setting(settings):
     settings.WEB_SEARCH_BACKEND = ""
-    settings.HOSTED_TOOLS_DROP_UNAVAILABLE = []
-    assert refusal(tools=[{"type": "web_search"}]) == {
+    settings.HOSTED_TOOLS_DROP_UNAVAILABLE = ["code_interpreter"]  # its index still counts
+    assert refusal(tools=[{"type": "code_interpreter"}, {"type": "function", "name": "f"},
+                          {"type": "web_search"}]) == {
         "message": "Hosted tool 'web_search' is not supported by this gateway: no search "
-                   "backend is configured (set WEB_SEARCH_BACKEND). An administrator can list "
-                   "'web_search' in HOSTED_TOOLS_DROP_UNAVAILABLE to have it dropped instead.",
-        "param": "tools[0].type", "code": "unsupported_tool"}
+                   "backend serves this tenant (set WEB_SEARCH_BACKEND, or add a web search "
+                   "backend in the admin). An administrator can list 'web_search' in "
+                   "HOSTED_TOOLS_DROP_UNAVAILABLE to have it dropped instead.",
+        "param": "tools[2].type", "code": "unsupported_tool"}
+
+
+def test_parsing_keeps_web_search_until_the_tenant_is_known(settings):
+    """Parsing knows no tenant: the tool stays, its place noted, until the front door
+    settles it (a backend serves the tenant: kept; none: dropped, and named)."""
+    settings.WEB_SEARCH_BACKEND = ""
+    body = {"model": "m", "input": "hi", "tools": [
+        {"type": "code_interpreter"}, {"type": "web_search"}]}
+    settings.HOSTED_TOOLS_DROP_UNAVAILABLE = ["code_interpreter", "web_search"]
+    kept = parse_create_request(body)
+    assert ([t["type"] for t in kept.params["tools"]], kept.dropped_tools,
+            kept.web_search_param) == (["web_search"], ["code_interpreter"], "tools[1]")
+    settle_web_search(kept, True)
+    assert [t["type"] for t in kept.params["tools"]] == ["web_search"]
+    dropped = parse_create_request(body)
+    settle_web_search(dropped, False)
+    assert (dropped.params["tools"], dropped.dropped_tools, dropped.web_search_param) == (
+        [], ["code_interpreter", "web_search"], None)
 
 
 def test_an_unbacked_tool_listed_in_the_setting_is_dropped(settings):

@@ -1,14 +1,19 @@
 """web_search's backends over real HTTP on loopback: the exact request each backend gets
-(query with site: operators, count, location, key), its real answer shape made into
-results (cut to the context size, filtered to the allowed domains), and each failure a
-clear message (refused by the egress guard, HTTP error, an answer that is not JSON)."""
+(query with site: operators or Tavily's include_domains, count, search depth, location,
+key), its real answer shape made into results (cut to the context size, filtered to the
+allowed domains), and each failure a clear message (refused by the egress guard, HTTP
+error, an answer that is not JSON). The backend here is the WEB_SEARCH_* settings' (no
+backend in the admin); tests/test_web_search_admin.py has the admin's."""
 import asyncio
 
 import pytest
 
+from hosted_tools.backend_table import backend_table
 from hosted_tools.web_search import SearchFailed, search_web
 from responses_app.translation.hosted_items import WebResult
-from tests.fake_search import BRAVE_KEY, PAGES
+from tests.fake_search import BRAVE_KEY, PAGES, TAVILY_KEY
+
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
@@ -31,8 +36,19 @@ def brave(fake_search, settings):
     return fake_search
 
 
-def search(tool, query="python 3.14"):
-    return asyncio.run(search_web({"type": "web_search", **tool}, query))
+@pytest.fixture
+def tavily(fake_search, settings):
+    fake_search.clear()
+    settings.WEB_SEARCH_BACKEND = "tavily"
+    settings.WEB_SEARCH_URL = fake_search.tavily_url
+    settings.WEB_SEARCH_API_KEY = TAVILY_KEY
+    settings.WEB_SEARCH_EGRESS_ALLOWLIST = ["127.0.0.1/32"]
+    return fake_search
+
+
+def search(tool, query="python 3.14", tenant_id=1):
+    backend_table()  # read here, on the test's database connection; the search reuses it
+    return asyncio.run(search_web({"type": "web_search", **tool}, query, tenant_id))
 
 
 def test_searxng_low_context_three_results_cut_short(searxng):
@@ -107,3 +123,35 @@ def test_the_egress_guard_refuses_a_private_backend(searxng, settings):
     assert str(failed.value) == ("the search backend may not be reached: 127.0.0.1 is not a "
                                  "globally routable address")
     assert searxng.requests() == []
+
+
+def test_tavily_request_and_answer(tavily):
+    results = search({"search_context_size": "high",
+                      "filters": {"allowed_domains": ["python.org"]},
+                      "user_location": {"type": "approximate", "country": "GB",
+                                        "city": "London", "region": None, "timezone": None}})
+    assert results == [WebResult(*PAGES[0]), WebResult(*PAGES[1])]
+    [request] = tavily.requests()
+    assert (request["method"], request["path"], request["params"]) == (
+        "POST", "/tavily/search", {})
+    assert request["body"] == {
+        "query": "python 3.14", "topic": "general", "search_depth": "advanced",
+        "max_results": 10, "include_answer": False, "include_raw_content": False,
+        "include_domains": ["python.org"], "country": "united kingdom"}
+    assert (request["headers"]["authorization"], request["headers"]["content-type"]) == (
+        f"Bearer {TAVILY_KEY}", "application/json")
+
+
+def test_tavily_low_context_is_a_basic_search_without_an_unknown_country(tavily):
+    results = search({"search_context_size": "low",
+                      "user_location": {"type": "approximate", "country": "XK"}})
+    assert results == [WebResult(*page) for page in PAGES]
+    assert [r["body"] for r in tavily.requests()] == [{
+        "query": "python 3.14", "topic": "general", "search_depth": "basic",
+        "max_results": 3, "include_answer": False, "include_raw_content": False}]
+
+
+def test_tavily_refusing_the_key_is_a_clear_failure(tavily, settings):
+    settings.WEB_SEARCH_API_KEY = "tvly-wrong"
+    with pytest.raises(SearchFailed, match="^the search backend answered HTTP 401$"):
+        search({})

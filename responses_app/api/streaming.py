@@ -10,7 +10,8 @@ its answer carries (admission adds the rate-limit headers).
 
 Nothing here waits for a database thread when it need not: a request whose key and limits
 are remembered and that reads nothing stored (no chain, conversation or MCP tools) is
-admitted and validated on the event loop, and its row is written from there
+admitted and validated on the event loop (a web_search tool's backend too, from the
+table in memory: hosted_tools.backend_table), and its row is written from there
 (lifecycle/database.py); everything else goes to the database threads (db_threads.py).
 """
 import logging
@@ -19,7 +20,9 @@ import time
 from django.conf import settings
 
 from accounting import ratelimit
+from hosted_tools.backend_table import backend_table, remembered_backends
 from hosted_tools.dropped import dropped_tools_header
+from hosted_tools.tenant_tools import asks_web_search, settle_web_search
 from observability.request_context import bind_request_id
 
 from .. import services
@@ -53,6 +56,8 @@ async def create(authorization: str | None, body: bytes, exchange,
     subscription, started = None, False
     try:
         request = parse_body(body)
+        if asks_web_search(request):
+            await _settle_web_search(request, principal.tenant.id)
         request.history = history
         exchange.headers.update(dropped_tools_header(request.dropped_tools))
         context = {"request_id": exchange.request_id, **admission.run_context()}
@@ -78,6 +83,13 @@ async def create(authorization: str | None, body: bytes, exchange,
 def parse_body(body: bytes):
     """The create request of a JSON body (InvalidRequest if it is not one)."""
     return parse_create_request(parse_json(body))
+
+
+async def _settle_web_search(request, tenant_id: int) -> None:
+    """Keep the web search tool if a backend serves the tenant (the backends table read on
+    a database thread only when the one in memory is stale)."""
+    table = remembered_backends() or await run_db(backend_table)
+    settle_web_search(request, table.for_tenant(tenant_id) is not None)
 
 
 def _admits_without_io(authorization) -> bool:

@@ -37,7 +37,7 @@ CREATE_BODY = (
     Field("include", INCLUDE, default=list),
     Field("conversation", CONVERSATION,
           description="A conversation id or {'id': ...}; excludes `previous_response_id`."),
-    Field("tools", TOOLS, default=lambda: ([], {}, [])),
+    Field("tools", TOOLS, default=lambda: ([], {}, [], None)),
     Field("tool_choice", TOOL_CHOICE, default="auto"),
     Field("parallel_tool_calls", Boolean(), default=True),
     # None when unset: the upstream keeps its own defaults, the response echoes ours.

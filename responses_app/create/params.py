@@ -5,7 +5,7 @@ value (or raises the 400) and the JSON Schema of the OpenAPI document, both writ
 same constants (tool types, tool_choice modes, text formats, reasoning efforts, includables,
 metadata limits). The table that names them is responses_app.create.body.
 """
-from hosted_tools.catalog import HOSTED_TYPES
+from hosted_tools.catalog import HOSTED_TYPES, WEB_SEARCH_TYPES
 from hosted_tools.request_spec import check_hosted_tool_count, hosted_tool
 from mcp_tools.request_spec import check_mcp_tool_count, mcp_tool
 
@@ -47,12 +47,13 @@ MODEL = Custom(_model, {"type": "string", "minLength": 1})
 INPUT = Custom(normalize_input, {"oneOf": [STRING, {"type": "array", "items": ref("InputItem")}]})
 
 
-def _tools(value, param) -> tuple[list[dict], dict, list[str]]:
+def _tools(value, param) -> tuple[list[dict], dict, list[str], str | None]:
     """The tools as stored and echoed, the MCP `headers` by server_label (this run only),
-    and the types of the hosted tools dropped (hosted_tools.catalog)."""
+    the types of the hosted tools dropped (hosted_tools.catalog), and where the web search
+    tool kept is (`tools[i]`: whether a backend serves the tenant is settled later)."""
     if not isinstance(value, list):
         raise InvalidRequest("'tools' must be a list.", param="tools", code="invalid_type")
-    tools, mcp_headers, dropped = [], {}, []
+    tools, mcp_headers, dropped, web_search_param = [], {}, [], None
     for i, tool in enumerate(value):
         param = f"tools[{i}]"
         if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
@@ -78,6 +79,8 @@ def _tools(value, param) -> tuple[list[dict], dict, list[str]]:
                 dropped.append(kind)
             else:
                 tools.append(kept)
+                if kind in WEB_SEARCH_TYPES:
+                    web_search_param = param
         else:
             raise InvalidRequest(f"Invalid value for '{param}.type': {kind!r} is not a supported "
                                  f"tool type.", param=f"{param}.type", code="invalid_value")
@@ -85,7 +88,7 @@ def _tools(value, param) -> tuple[list[dict], dict, list[str]]:
     check_hosted_tool_count(tools)
     check_client_tool_names(tools)
     check_deferred_tools(tools)
-    return tools, mcp_headers, dropped
+    return tools, mcp_headers, dropped, web_search_param
 
 
 def _namespace_tool(tool, param) -> dict:

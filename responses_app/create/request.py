@@ -42,6 +42,9 @@ class CreateRequest:
     mcp_headers: dict = field(default_factory=dict)
     # The types of the hosted tools dropped (hosted_tools.catalog): a header names them.
     dropped_tools: list[str] = field(default_factory=list)
+    # Where the web search tool kept is in the body (`tools[i]`): it runs only if a backend
+    # serves the tenant (hosted_tools.tenant_tools settles that once the tenant is known).
+    web_search_param: str | None = None
     # The items `previous_response_id` stands for, when the front door has them (a
     # WebSocket's last response, kept in memory): then nothing is read from the database.
     history: list[dict] | None = None
@@ -52,7 +55,7 @@ def parse_create_request(body) -> CreateRequest:
         raise InvalidRequest("The request body must be a JSON object.")
     values = parse_fields(body)
     _check_combinations(values)
-    tools, mcp_headers, dropped_tools = values["tools"]
+    tools, mcp_headers, dropped_tools, web_search_param = values["tools"]
     check_tool_choice(values["tool_choice"], tools)
     params = {name: values[name] for name in PARAM_FIELDS}
     params["tools"] = tools
@@ -77,6 +80,7 @@ def parse_create_request(body) -> CreateRequest:
         conversation_id=values["conversation"],
         mcp_headers=mcp_headers,
         dropped_tools=dropped_tools,
+        web_search_param=web_search_param,
     )
 
 
