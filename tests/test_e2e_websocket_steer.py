@@ -2,9 +2,10 @@
 Redis, Postgres, the fake upstream over HTTP): a steer stops the running response (its
 upstream request closed, it ends `incomplete`, `steered`, with what it streamed) and its
 input becomes the input of the automatic successor; a call the client must answer is not
-cut (the input waits for its output); a steer with nothing running, once the response ended,
-or on a response with a conversation or auto-compaction fails with OpenAI's codes. Steering events go through the openai SDK's beta server
-event models, every response's events through the stream oracles and invariant checker."""
+cut (the input waits for its output); a steer with nothing running, once the response
+ended, or on a response with a conversation or auto-compaction fails with OpenAI's codes.
+Steering events go through the openai SDK's beta server event models, every response's
+events through the stream oracles and invariant checker."""
 import json
 import time
 
