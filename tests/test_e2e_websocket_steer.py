@@ -1,8 +1,11 @@
 """Steering on a WebSocket (`response.steer`) on the production path (Daphne, a Celery worker,
-Redis, Postgres, the fake upstream over HTTP): input steered into a running response becomes
-the input of its automatic successor; a steer with nothing running, or once the response
-ended, fails with OpenAI's codes. Steering events go through the openai SDK's beta server
-event models, every response's events through the stream oracles and invariant checker."""
+Redis, Postgres, the fake upstream over HTTP): a steer stops the running response (its
+upstream request closed, it ends `incomplete`, `steered`, with what it streamed) and its
+input becomes the input of the automatic successor; a call the client must answer is not
+cut (the input waits for its output); a steer with nothing running, once the response
+ended, or on a response with a conversation or auto-compaction fails with OpenAI's codes.
+Steering events go through the openai SDK's beta server event models, every response's
+events through the stream oracles and invariant checker."""
 import json
 import time
 
@@ -11,8 +14,8 @@ from pydantic import TypeAdapter
 
 from tests.invariants import check_stream
 from tests.oracles import validate_event
-from tests.test_e2e_durable import bench_text
-from tests.websocket_client import TERMINAL, open_socket, read_turn, send
+from tests.test_e2e_durable import bench_text, wait_for
+from tests.websocket_client import TERMINAL, open_socket, send
 
 STEER_TYPES = {"response.steer.accepted", "response.steer.pending", "response.steer.failed"}
 ENDED = "The response completed and is no longer accepting steering input."
@@ -65,32 +68,56 @@ def failed(target, steered, code: str, message: str, sequence: int) -> dict:
             "error": {"type": "invalid_request_error", "code": code, "message": message}}
 
 
-def test_steered_input_becomes_the_successors_input(ws, clean_upstream, server_events):
-    held = f"bench-4-1-held2-steer{time.time_ns()}"
-    send(ws, model=held, store=False, input="first", instructions="Be brief.")
-    created = json.loads(ws.recv(30))
-    assert created["type"] == "response.created"
-    target = created["response"]["id"]
-    parts = [{"type": "input_text", "text": "in French"}]
-    steer(ws, target, "also say hi")
-    steer(ws, target, [{"type": "message", "role": "user", "content": parts}])
+STEERED_EVENTS = [
+    "response.created", "response.in_progress", "response.output_item.added",
+    "response.content_part.added", "response.output_text.delta", "response.output_text.delta",
+    "response.output_text.done", "response.content_part.done", "response.output_item.done",
+    "response.incomplete"]
 
-    def release_after_both(frame):
-        if frame["type"] == "response.steer.accepted" and frame["sequence_number"] == 1:
+
+def test_a_steer_stops_the_response_and_its_successor_continues_it(
+        ws, api, clean_upstream, server_events):
+    """The steered response's upstream request is closed at once (the fake upstream holds
+    it: only a disconnect ends it); it is stored `incomplete` (`steered`) with exactly what
+    was streamed; its successor's upstream request continues it with the steering input."""
+    held = f"bench-4-1-held2-steer{time.time_ns()}"
+    send(ws, model=held, input="first", instructions="Be brief.")
+    steered = [{"type": "message", "role": "user", "content": "also say hi"},
+               {"role": "user", "content": [{"type": "input_text", "text": "in French"}]}]
+    deltas, target = [], {}
+
+    def steer_when_streaming(frame):
+        if frame["type"] == "response.created":
+            target.setdefault("id", frame["response"]["id"])
+        if frame["type"] == "response.output_text.delta":
+            deltas.append(frame["delta"])
+            if len(deltas) == 2:  # all the upstream sent before it holds
+                steer(ws, target["id"], steered)
+        if frame["type"] == "response.incomplete":  # the successor is held too
             clean_upstream.release(held)
 
-    responses, steers = read_until(ws, lambda done: len(done) == 2, release_after_both)
+    responses, steers = read_until(ws, lambda done: len(done) == 2, steer_when_streaming)
     for event in steers:
         server_events.validate_python(event)
     assert [(e["type"], e["sequence_number"], e["steer"]["previous_response_id"])
-            for e in steers] == [("response.steer.accepted", 0, target),
-                                 ("response.steer.accepted", 1, target)]
+            for e in steers] == [("response.steer.accepted", 0, target["id"])]
     assert set(steers[0]) == {"type", "sequence_number", "steer"}
     assert steers[0]["steer"]["id"].startswith("steer_")
-    assert steers[0]["steer"]["id"] != steers[1]["steer"]["id"]
-    first, successor = (checked([created] + responses[0]), checked(responses[1]))
-    assert first["id"] == target and first["status"] == successor["status"] == "completed"
-    assert successor["previous_response_id"] == target
+    assert [e["type"] for e in responses[0]] == STEERED_EVENTS
+    first, successor = checked(responses[0]), checked(responses[1])
+    assert first["status"] == "incomplete"
+    assert first["incomplete_details"] == {"reason": "steered"}
+    assert [(item["type"], item["status"], item["content"][0]["text"])
+            for item in first["output"]] == [("message", "incomplete", "w0 w1 ")]
+    assert [e["delta"] for e in responses[0] if e["type"] == "response.output_text.delta"] == [
+        "w0 ", "w1 "]
+    wait_for(lambda: clean_upstream.stats()["disconnects"] == 1, "the upstream to see the close")
+    stored = api.get(f"/responses/{target['id']}").json()
+    assert stored["status"] == "incomplete"
+    assert stored["incomplete_details"] == {"reason": "steered"}
+    assert stored["output"] == first["output"]
+    assert successor["status"] == "completed"
+    assert successor["previous_response_id"] == target["id"]
     assert successor["instructions"] == "Be brief." and successor["model"] == held
     assert successor["output"][0]["content"][0]["text"] == bench_text(4)
     first_request, second_request = [r["body"] for r in clean_upstream.requests()]
@@ -98,11 +125,37 @@ def test_steered_input_becomes_the_successors_input(ws, clean_upstream, server_e
                                          {"role": "user", "content": "first"}]
     assert second_request["messages"] == [
         {"role": "system", "content": "Be brief."}, {"role": "user", "content": "first"},
-        {"role": "assistant", "content": bench_text(4)},
+        {"role": "assistant", "content": "w0 w1 "},
         {"role": "user", "content": "also say hi"},
         {"role": "user", "content": "in French"}]  # one text part: sent as a string
     assert ({k: v for k, v in first_request.items() if k != "messages"}
             == {k: v for k, v in second_request.items() if k != "messages"})
+    assert clean_upstream.stats()["completed"] == 1  # the successor's
+
+
+def test_responses_with_a_conversation_or_compaction_refuse_steering(ws, api, clean_upstream):
+    conversation = api.post("/conversations", json={}).json()["id"]
+    bound = {"conversation": conversation}
+    compacting = {"context_management": [{"type": "compaction", "compact_threshold": 1000}]}
+    messages = ["Responses bound to a conversation do not support steering.",
+                "Responses using automatic compaction (context_management) do not support "
+                "steering."]
+    for sequence, (extra, message) in enumerate(zip((bound, compacting), messages)):
+        held = f"bench-2-1-held1-refuse{sequence}-{time.time_ns()}"
+        send(ws, model=held, input="hi", **extra)
+        created = json.loads(ws.recv(30))
+        assert created["type"] == "response.created", created
+        target = created["response"]["id"]
+        steer(ws, target, "stop")
+
+        def release_when_refused(frame):
+            if frame["type"] == "response.steer.failed":
+                clean_upstream.release(held)
+
+        responses, steers = read_until(ws, lambda done: len(done) == 1, release_when_refused)
+        assert steers == [failed(target, "stop", "steering_not_supported", message, sequence)]
+        assert checked([created] + responses[0])["status"] == "completed"
+    assert clean_upstream.stats()["disconnects"] == 0
 
 
 def test_a_steer_with_nothing_running_fails(ws, server_events):
@@ -173,9 +226,16 @@ def test_a_steer_racing_the_end(ws, clean_upstream, server_events):
         more, _ = read_until(ws, lambda done: len(done) == 1)
         successor = checked(more[0])
         assert successor["previous_response_id"] == first["id"]
+        # stopped by the steer (what it streamed), or completed before the stop took effect
+        streamed = "".join(e["delta"] for e in responses[0]
+                           if e["type"] == "response.output_text.delta")
+        if first["status"] == "incomplete":
+            assert first["incomplete_details"] == {"reason": "steered"}
+        else:
+            assert first["status"] == "completed" and streamed == bench_text(3)
         assert [r["body"]["messages"] for r in clean_upstream.requests()][-1] == [
             {"role": "user", "content": f"race {attempt}"},
-            {"role": "assistant", "content": bench_text(3)},
+            {"role": "assistant", "content": streamed},
             {"role": "user", "content": f"steer {attempt}"}]
     assert outcomes <= {"response.steer.accepted", "response.steer.failed"}
 
@@ -184,16 +244,20 @@ def test_a_steer_waits_for_the_clients_tool_output(ws, clean_upstream, server_ev
     held = f"fake-tool-loop-1-held-{time.time_ns()}"
     tools = [{"type": "function", "name": "step", "parameters": {"type": "object"}}]
     send(ws, model=held, store=False, tools=tools, input="go")
-    created = json.loads(ws.recv(30))
-    target = created["response"]["id"]
-    steer(ws, target, "then stop")
+    target = {}
 
-    def release(frame):
+    def steer_in_the_call(frame):  # a call the client must answer is not cut
+        if frame["type"] == "response.created":
+            target.setdefault("id", frame["response"]["id"])
+        if frame["type"] == "response.function_call_arguments.delta" and "sent" not in target:
+            target["sent"] = steer(ws, target["id"], "then stop")
         if frame["type"] == "response.steer.accepted":
             clean_upstream.release(held)
 
-    responses, steers = read_until(ws, lambda done: len(done) == 1, release)
-    first = checked([created] + responses[0])
+    responses, steers = read_until(ws, lambda done: len(done) == 1, steer_in_the_call)
+    target = target["id"]
+    first = checked(responses[0])
+    assert first["status"] == "completed"
     assert first["output"][-1]["type"] == "function_call"
     pending = json.loads(ws.recv(30))  # after response.completed
     for event in steers + [pending]:
@@ -217,3 +281,4 @@ def test_a_steer_waits_for_the_clients_tool_output(ws, clean_upstream, server_ev
         {"role": "tool", "tool_call_id": "call_step_1", "content": "ok"},
         {"role": "user", "content": "then stop"}]  # after the call's result it needs
     assert len(clean_upstream.requests()) == 2  # no automatic successor
+    assert clean_upstream.stats()["disconnects"] == 0

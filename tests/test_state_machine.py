@@ -33,8 +33,9 @@ def framed(stamper, events):
     return sse(stamper.stamp(events))
 
 
-def translate(chunks, *, model="fake-text", fail=None, **options):
-    """start → feed every chunk → finish (or fail(code, message)); return (events, response).
+def translate(chunks, *, model="fake-text", fail=None, incomplete=None, **options):
+    """start → feed every chunk → finish (`finish(incomplete)`, or fail(code, message));
+    return (events, response).
 
     Each batch is rendered as soon as it is returned (the translator's contract: later
     calls keep mutating the items earlier events point at).
@@ -50,7 +51,8 @@ def translate(chunks, *, model="fake-text", fail=None, **options):
     raw = framed(stamper, translator.start())
     for chunk in chunks:
         raw += framed(stamper, translator.feed(chunk))
-    raw += framed(stamper, translator.finish() if fail is None else translator.fail(*fail))
+    raw += framed(stamper, translator.finish(incomplete) if fail is None
+                  else translator.fail(*fail))
     return check_sse_stream(raw + b"data: [DONE]\n\n")
 
 
@@ -530,6 +532,34 @@ def test_finish_reason_length_makes_the_response_incomplete():
             if e["type"] == "response.output_item.done"] == ["incomplete"]
     assert response["completed_at"] == NOW
     assert response["error"] is None
+
+
+def test_a_steered_response_ends_incomplete_with_what_it_streamed():
+    events, response = translate(SCENARIOS["fake-text"].chunks[:3], incomplete="steered")
+
+    assert types_of(events)[-4:] == [
+        "response.output_text.done", "response.content_part.done",
+        "response.output_item.done", "response.incomplete"]
+    assert response["status"] == "incomplete"
+    assert response["incomplete_details"] == {"reason": "steered"}
+    assert response["output"] == [text_message("msg_0", "Hello, world", status="incomplete")]
+    assert response["completed_at"] == NOW
+
+
+@pytest.mark.parametrize("name, cut, streaming", [
+    ("fake-text", 3, False), ("fake-tools", 3, True), ("fake-text-then-tool", 3, False),
+    ("fake-text-then-tool", 4, True)])
+def test_a_streaming_client_call_is_seen(name, cut, streaming):
+    params = parse_create_request({"model": name, "input": "hi"}).params
+    translator = ResponseTranslator(
+        new_response_resource(response_id="resp_test", created_at=CREATED, model=name,
+                              params=params, instructions=None, previous_response_id=None,
+                              store=True, background=False, status="in_progress"),
+        TranslatorOptions(ids=sequential_ids(), now=lambda: NOW))
+    translator.start()
+    for chunk in SCENARIOS[name].chunks[:cut]:
+        translator.feed(chunk)
+    assert translator.streams_client_call is streaming
 
 
 # --- usage --------------------------------------------------------------------------------------

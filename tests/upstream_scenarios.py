@@ -23,8 +23,9 @@ Dynamic model names handled by :func:`scenario_for`:
 * ``fake-tool-loop-<n>``  -- an agent loop of ``n`` tool calls: while the conversation holds fewer
   than ``n`` tool results, calls ``step`` with ``{"step": <results + 1>}`` (call id
   ``call_step_<results + 1>``); then answers ``Done after <n> steps.``;
-* ``fake-tool-loop-<n>-held-<tag>`` -- the same, each stream held after its first chunk until
-  the test releases that model name;
+* ``fake-tool-loop-<n>-held-<tag>`` -- the same, each stream held after its first two chunks
+  (the role, then a call's head or the answer's first piece) until the test releases that
+  model name;
 * ``fake-flaky-<status>x<n>[-<tag>]`` -- the first ``n`` requests for this exact model name
   fail with HTTP ``status`` (a 429 carries ``retry-after: 0``), later ones are ``fake-text``
   (the server counts per model name: use a fresh tag per test);
@@ -314,7 +315,7 @@ def scenario_for(model: str, request_body: dict) -> Scenario:
         return _slow(int(m[1]))
     if m := _TOOL_LOOP.fullmatch(model or ""):
         loop = _tool_loop(model, int(m[1]), request_body.get("messages", []))
-        return replace(loop, hold_after=1) if m[2] else loop
+        return replace(loop, hold_after=2) if m[2] else loop
     return SCENARIOS["fake-text"]
 
 

@@ -82,7 +82,7 @@ class ChatRun:
         watch = None
         running = asyncio.ensure_future(self._turns())
         if not self.job.store:  # its client left: nobody can read the rest (the front asks)
-            watch = await cancellation().watch(self.job.id, lambda: self._cancel(running))
+            watch = await cancellation().watch(self.job.id, lambda _reason: self._cancel(running))
         try:
             await running
             await self._finish()

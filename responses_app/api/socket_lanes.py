@@ -2,13 +2,15 @@
 `response.create` frames one after another, in the order they came (FIFO); streams run at
 the same time. Frames without `stream_id` make the socket's default stream. A stream also
 runs the automatic successor of a steered response (socket_steer.py) right after it, before
-the frames waiting behind it."""
+the frames waiting behind it: the steered response ended `incomplete` (`steered`) or
+completed, with the steered messages as its input."""
 import asyncio
 from collections import deque
 
 from django.conf import settings
 
-from .socket_steer import (SteerRefused, carried_frame, required_input, successor_frame)
+from .socket_steer import (SteerRefused, carried_frame, required_input, successor_frame,
+                           unsteerable)
 from .socket_turn import USABLE_STATUSES, Turn
 
 
@@ -111,9 +113,9 @@ def steered_lane(lanes: dict, state, target: str) -> Lane:
     for lane in lanes.values():
         turn = lane.turn
         if turn is not None and turn.job is not None and turn.job.id == target:
-            if turn.frame.get("conversation") is not None:
-                raise SteerRefused("steering_not_supported", "Responses bound to a "
-                                   "conversation do not support steering.")
+            refused = unsteerable(turn.frame)
+            if refused is not None:
+                raise refused
             if turn.steerable:
                 return lane
             raise SteerRefused("response_already_completed", _ENDED)

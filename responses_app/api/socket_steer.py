@@ -1,16 +1,21 @@
 """Steering on a WebSocket (`response.steer`, OpenAI's WebSocket mode): user input queued
-into a running response, which becomes the input of the response that continues it.
+on a running response, which becomes the input of the response that continues it.
 
-A Chat Completions backend cannot take new input in the middle of a generation, so steered
-input waits for the running response to end (on any model): when it completes (or ends
-incomplete), an automatic successor continues it (`previous_response_id` = the steered
-response, its settings inherited, the steered messages as its input, in the order they came);
-when it stops for client-owned tool output (function calls), the input stays queued,
-`response.steer.pending` says what the client must supply, and the client's next
-`response.create` continuing that response on its stream gets the steered messages put
-before its own input (after the tool output it leads with: a Chat Completions backend wants
-a call's results right after the call). The successor's `response.created` commits the input; whatever cannot
-be committed comes back in `response.steer.failed` with its steering id.
+The first steer of a running response stops it (streaming.steer_running): its run closes
+the upstream request and ends it `incomplete` with `incomplete_details.reason: "steered"`,
+keeping what it streamed (its open items closed `incomplete`); its automatic successor
+then continues it (`previous_response_id` = the steered response, its settings inherited,
+the steered messages as its input, in the order they came). A response that completed
+before the stop took effect is continued the same way. One that stops for client-owned
+tool output (function calls: a call the client must answer is never cut, its turn ends
+the response) keeps the input queued: `response.steer.pending` says what the client must
+supply, and the client's next `response.create` continuing that response on its stream
+gets the steered messages put before its own input (after the tool output it leads with:
+a Chat Completions backend wants a call's results right after the call). The successor's
+`response.created` commits the input; whatever cannot be committed comes back in
+`response.steer.failed` with its steering id. Responses bound to a `conversation` or
+using automatic compaction (`context_management`) cannot be steered
+(`steering_not_supported`, as OpenAI refuses them).
 
 Events, as OpenAI names them: `response.steer.accepted` (the server owns the input),
 `response.steer.pending` (after `response.completed`, waiting for tool output) and
@@ -90,6 +95,17 @@ def _check_message(item, index: int) -> None:
             isinstance(part, dict) and part.get("type") in PART_TYPES for part in content):
         raise SteerRefused("invalid_input", f"{where}.content must be a string or an array "
                            "of input_text, input_image and input_file parts.")
+
+
+def unsteerable(frame: dict) -> SteerRefused | None:
+    """Why the response a `response.create` frame makes cannot be steered (None: it can)."""
+    if frame.get("conversation") is not None:
+        return SteerRefused("steering_not_supported", "Responses bound to a conversation "
+                            "do not support steering.")
+    if frame.get("context_management"):
+        return SteerRefused("steering_not_supported", "Responses using automatic "
+                            "compaction (context_management) do not support steering.")
+    return None
 
 
 def accept(target: str, steered, queued: int) -> Steer:

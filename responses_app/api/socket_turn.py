@@ -21,6 +21,7 @@ from ..bus import KEEPALIVE
 from ..bus.entries import failure_of
 from ..errors import InvalidRequest, ServerError, as_api_error
 from .socket_state import SocketState
+from .socket_steer import unsteerable
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +90,8 @@ class Turn:
         continued = self.state.continues(self.previous)
         history = None if continued is None else await self.state.history(continued)
         job, request, self.subscription = await streaming.create(
-            self.socket.authorization, body, self.exchange, history, generate)
+            self.socket.authorization, body, self.exchange, history, generate,
+            steerable=unsteerable(self.frame) is None)
         self.job = job
         if not generate:
             self.started = True

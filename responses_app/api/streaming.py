@@ -28,7 +28,7 @@ from observability.request_context import bind_request_id
 from .. import services
 from ..auth import remembered_principal, resolve_api_key
 from ..bus import event_bus
-from ..delivery.cancellation import cancellation
+from ..delivery.cancellation import STEERED, cancellation
 from ..create.request import parse_create_request
 from ..db_threads import run_db
 from ..errors import InvalidRequest, NotFound
@@ -43,12 +43,14 @@ JUST_ENDED_SECONDS = 10
 
 
 async def create(authorization: str | None, body: bytes, exchange,
-                 history: list | None = None, generate: bool = True):
+                 history: list | None = None, generate: bool = True,
+                 steerable: bool = False):
     """Admit, validate and create the response: its row, its run sent, and (unless it is a
     plain background response) its events subscribed to before the run can publish any.
     Returns (the job, which is its row; the create request; the subscription or None).
     `history`: the items `previous_response_id` stands for, when the front door holds them;
-    `generate=False` (a WebSocket's warm-up): admitted, validated and prepared, never run."""
+    `generate=False` (a WebSocket's warm-up): admitted, validated and prepared, never run;
+    `steerable`: its run obeys `steer_running` (a WebSocket's `response.steer`)."""
     if _admits_without_io(authorization):
         principal, admission = _admit(authorization, body, exchange)
     else:
@@ -61,6 +63,8 @@ async def create(authorization: str | None, body: bytes, exchange,
         request.history = history
         exchange.headers.update(dropped_tools_header(request.dropped_tools))
         context = {"request_id": exchange.request_id, **admission.run_context()}
+        if steerable:
+            context["steerable"] = True
         if services.needs_lookups(request):
             job = await run_db(_prepare, principal.tenant, request, context)
         else:
@@ -118,6 +122,15 @@ async def cancel_abandoned(response_id: str) -> None:
         await run_db(cancellation().request_cancel, response_id)
     except Exception as exc:
         log.warning("could not cancel abandoned run %s: %s", response_id, exc)
+
+
+async def steer_running(response_id: str) -> None:
+    """A WebSocket's `response.steer`: the run stops its upstream generation and ends
+    `incomplete` (reason `steered`) with what it produced (run_streaming.py)."""
+    try:
+        await run_db(cancellation().request_cancel, response_id, STEERED)
+    except Exception as exc:  # the response goes on; its successor follows its end
+        log.warning("could not stop steered run %s: %s", response_id, exc)
 
 
 async def follow(authorization: str | None, response_id: str, after: int, exchange):

@@ -28,7 +28,7 @@ from accounting.ratelimit import QuotaExceeded
 from ..auth import resolve_api_key
 from ..db_threads import run_db
 from ..errors import APIError, AuthenticationError, BodyTooLarge, InvalidRequest
-from . import framing, socket_shutdown
+from . import framing, socket_shutdown, streaming
 from .parsers import parse_json
 from .socket_lanes import Lane, steered_lane
 from .socket_state import SocketState
@@ -122,7 +122,8 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         return frame
 
     async def _steer(self, frame: dict) -> None:
-        """A `response.steer`: queued on the running response it names (socket_steer.py)."""
+        """A `response.steer`: queued on the running response it names, which the first
+        one stops (it ends `incomplete`, `steered`; socket_steer.py)."""
         try:
             target, steered = check_steer(frame)
             lane = steered_lane(self.lanes, self.state, target)
@@ -134,6 +135,8 @@ class ResponsesSocket(AsyncWebsocketConsumer):
             return
         lane.turn.steers.append(steer)
         await self.send_text(self.steer_events.accepted(steer, lane.stream_id))
+        if len(lane.turn.steers) == 1:
+            await streaming.steer_running(target)
 
     async def _watch_limits(self) -> None:
         """Close the socket at its age limit, or when idle too long."""

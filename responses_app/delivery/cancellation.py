@@ -5,6 +5,12 @@ late) plus a message on the `gw:cancel` channel, which one listener per worker e
 turns into a call of the watching run's callback. Embedded, both halves live in one
 process (the embedded mode) and a dict does the same. The run decides what cancelling means (it stops its
 upstream call and tool calls, stores what was produced and ends its event stream).
+
+A request carries why the run stops, which the callback is given: CANCELLED (the client
+cancelled it, or left a `store: false` run) or STEERED (a WebSocket `response.steer`: the
+run ends `incomplete` with reason `steered` and its successor takes the steering input).
+The key holds the reason; the channel's message is the response id, followed by the
+reason after a space unless it is CANCELLED.
 """
 import asyncio
 import logging
@@ -20,6 +26,9 @@ log = logging.getLogger(__name__)
 
 CHANNEL = "gw:cancel"
 KEY_PREFIX = "gw:cancel:"
+CANCELLED = "cancelled"
+STEERED = "steered"
+REASONS = (CANCELLED, STEERED)
 
 
 @lru_cache(maxsize=1)
@@ -28,8 +37,16 @@ def cancellation():
     return backends.build("cancellation")
 
 
+def _reason(value: bytes | str | None) -> str:
+    """The reason a key or a message names (an unknown one: cancelled)."""
+    if isinstance(value, bytes):
+        value = value.decode()
+    return value if value in REASONS else CANCELLED
+
+
 class Watch:
-    """A run's registration: `close()` it when the run ends."""
+    """A run's registration, whose callback takes the reason: `close()` it when the run
+    ends."""
 
     def __init__(self, registry: dict, response_id: str, callback):
         self.registry, self.response_id, self.callback = registry, response_id, callback
@@ -42,31 +59,31 @@ class Watch:
 
 class MemoryCancellation:
     def __init__(self):
-        self._requested: set[str] = set()
+        self._requested: dict[str, str] = {}  # response id -> reason
         self._watches: dict[str, Watch] = {}
         self._lock = threading.Lock()
         self._loops: dict[str, asyncio.AbstractEventLoop] = {}
 
-    def request_cancel(self, response_id: str) -> None:
+    def request_cancel(self, response_id: str, reason: str = CANCELLED) -> None:
         with self._lock:
-            self._requested.add(response_id)
+            self._requested[response_id] = reason
             watch = self._watches.get(response_id)
             loop = self._loops.get(response_id)
         if watch is not None and loop is not None:
-            loop.call_soon_threadsafe(watch.callback)
+            loop.call_soon_threadsafe(watch.callback, reason)
 
     async def watch(self, response_id: str, callback) -> Watch:
         with self._lock:
             watch = Watch(self._watches, response_id, callback)
             self._loops[response_id] = asyncio.get_running_loop()
-            requested = response_id in self._requested
-        if requested:
-            callback()
+            requested = self._requested.get(response_id)
+        if requested is not None:
+            callback(requested)
         return watch
 
     def forget(self, response_id: str) -> None:
         with self._lock:
-            self._requested.discard(response_id)
+            self._requested.pop(response_id, None)
             self._loops.pop(response_id, None)
 
 
@@ -76,10 +93,10 @@ class RedisCancellation:
         self._listeners: dict = {}  # event loop -> listener task
 
     # --- the request side (sync) -------------------------------------------------------------
-    def request_cancel(self, response_id: str) -> None:
+    def request_cancel(self, response_id: str, reason: str = CANCELLED) -> None:
         pipe = sync_redis().pipeline(transaction=False)
-        pipe.set(KEY_PREFIX + response_id, 1, ex=settings.RUN_DEADLINE_SECONDS)
-        pipe.publish(CHANNEL, response_id)
+        pipe.set(KEY_PREFIX + response_id, reason, ex=settings.RUN_DEADLINE_SECONDS)
+        pipe.publish(CHANNEL, response_id if reason == CANCELLED else f"{response_id} {reason}")
         pipe.execute()
 
     # --- the run side (the run loop) -----------------------------------------------------------
@@ -92,8 +109,9 @@ class RedisCancellation:
             await ready
         watch = Watch(self._watches, response_id, callback)
         # a request made before we listened is still in its key
-        if await async_redis().exists(KEY_PREFIX + response_id):
-            callback()
+        requested = await async_redis().get(KEY_PREFIX + response_id)
+        if requested is not None:
+            callback(_reason(requested))
         return watch
 
     def forget(self, response_id: str) -> None:
@@ -107,9 +125,10 @@ class RedisCancellation:
                 if not ready.done():
                     ready.set_result(None)
                 async for message in pubsub.listen():
-                    watch = self._watches.get(message["data"].decode())
+                    response_id, _, reason = message["data"].decode().partition(" ")
+                    watch = self._watches.get(response_id)
                     if watch is not None:
-                        watch.callback()
+                        watch.callback(_reason(reason))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # Redis went away: keep trying, runs keep running

@@ -8,7 +8,8 @@ The items and their events are built in `text_items` (message and reasoning), `t
 `mcp_events` (MCP calls and tool lists); the content part kinds are in `part_kinds`.
 
 `start()` opens the response, `feed(chunk)` turns one decoded chunk into events, `finish()`
-closes whatever is open and ends the response, `fail()` ends it as failed, `cancel()`
+closes whatever is open and ends the response (`finish("steered")`: incomplete, as a
+WebSocket steer stops it), `fail()` ends it as failed, `cancel()`
 closes what is open and leaves the response cancelled (no terminal event exists for that:
 the stream just ends). Events come back
 as dicts without sequence numbers (the EventStamper numbers them, in one place). The
@@ -222,8 +223,15 @@ class ResponseTranslator:
         output_index = self.response["output"].index(item)
         return mcp_events.list_tools_done(item, output_index, tools, error)
 
-    def finish(self) -> list[dict]:
-        reason = FINISH_INCOMPLETE.get(self._finish_reason or "")
+    @property
+    def streams_client_call(self) -> bool:
+        """Whether a call the client must answer is streaming (the turn ends with it)."""
+        return any(call.item["type"] in tool_items.CLIENT_CALLS + CLIENT_TOOL_ITEMS
+                   for call in self._calls.values())
+
+    def finish(self, incomplete: str | None = None) -> list[dict]:
+        """The response's end: `incomplete` names why it stops early, if it does."""
+        reason = incomplete or FINISH_INCOMPLETE.get(self._finish_reason or "")
         events = self._close_all("incomplete" if reason else "completed")
         self.response["usage"] = self._total_usage()
         self.response["completed_at"] = int(self.options.now())

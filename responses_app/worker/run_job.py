@@ -31,8 +31,9 @@ class RunJob(Job):
     @property
     def cancellable(self) -> bool:
         """Background runs can be cancelled by their client; store=false runs by the relay
-        when their client leaves (nobody could ever read the rest)."""
-        return self.background or not self.store
+        when their client leaves (nobody could ever read the rest); a WebSocket's runs
+        that can be steered by its `response.steer` (the front door says so)."""
+        return self.background or not self.store or bool(self.context.get("steerable"))
 
 
 def prepared(job: Job) -> RunJob:

@@ -5,7 +5,11 @@ until the response's end, which it leaves to the storing phase (run.py) as an `E
 
 It stops early when its claim is refused (nothing of it is published), when its client
 cancels it (background, or store=false whose client left: what was produced ends as
-`cancelled`), or when another writer took its event stream (fenced).
+`cancelled`), when a WebSocket client steers it (what was produced ends `incomplete` with
+reason `steered`, unless a call the client must answer is streaming: that turn ends the
+response, which then waits for the call's output), or when another writer took its event
+stream (fenced). Stopping cancels the task that reads the upstream, which closes its
+connection (the upstream sees the disconnect and stops generating).
 """
 import asyncio
 import logging
@@ -24,7 +28,7 @@ from upstreams.retry_policy import RetryPolicy
 
 from ..bus import StreamFenced, event_bus
 from ..bus.entries import stamped_entry
-from ..delivery.cancellation import cancellation
+from ..delivery.cancellation import STEERED, cancellation
 from ..ids import new_id
 from ..reasoning_token import seal
 from ..translation.phase import phase_wanted
@@ -78,7 +82,7 @@ class Streaming:
                                             if item.get("id")])
         self.first_delta_at: float | None = None  # time.monotonic() of the first delta
         self.first_delta_clock: datetime | None = None  # its wall-clock time (stored)
-        self.stopped: str | None = None  # "unclaimed" or "cancelled"
+        self.stopped: str | None = None  # "unclaimed", "cancelled" or "steered"
 
     async def emit(self, events: list, urgent: bool = True, soon: bool = False) -> None:
         """Publish `events`: urgent (sent at once, and waited for), soon (sent at once), or
@@ -93,7 +97,7 @@ class Streaming:
         watch = None
         if self.job.cancellable:
             watch = await cancellation().watch(self.job.id,
-                                               lambda: self._stop("cancelled", running))
+                                               lambda why: self._stop(why, running))
         try:
             await running
             closing = self.translator.finish()
@@ -104,6 +108,9 @@ class Streaming:
                 raise
             if self.stopped == "unclaimed":
                 return Ending("unclaimed")
+            if self.stopped == STEERED:
+                log.info("run %s steered", self.job.id)
+                return await self._steered()
             log.info("run %s cancelled", self.job.id)
             return Ending("finished", self.translator.cancel())
         except RunNotClaimed:
@@ -127,8 +134,18 @@ class Streaming:
                 cancellation().forget(self.job.id)
 
     def _stop(self, why: str, running: asyncio.Future) -> None:
+        if why == STEERED and self.translator.streams_client_call:
+            return  # not cut: the response ends with the call, and waits for its output
         self.stopped = self.stopped or why
         running.cancel()  # its upstream call is closed
+
+    async def _steered(self) -> Ending:
+        """Steered: the response ends `incomplete` with what it produced so far."""
+        if not self.started:
+            await self.emit(self.translator.start(), urgent=False)
+        closing = self.translator.finish(STEERED)
+        self._remember_output_items()
+        return Ending("finished", closing)
 
     @property
     def started(self) -> bool:
