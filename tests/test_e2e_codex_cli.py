@@ -3,7 +3,7 @@ the fake upstream: `codex exec` with a custom model provider (`wire_api = "respo
 isolated HOME, its prompt scripting the fake model (`fake-tool-caller`) to call a tool.
 
 - A shell call: Codex runs the command and sends its output back in the next request.
-- `apply_patch`: Codex 0.169 offers apply_patch only as a freeform (custom) tool; the model
+- `apply_patch`: Codex 0.171 offers apply_patch only as a freeform (custom) tool; the model
   catalog here gives the model none, so, as Codex's instructions then say, the model sends
   the patch through the shell tool and Codex applies it itself (a `file_change`).
   Codex's freeform apply_patch tool, through custom tools: test_e2e_codex_apply_patch.
@@ -180,6 +180,19 @@ def test_codex_exec_runs_a_shell_command_over_the_websocket_transport(codex):
         "Chunk ID: <id>\nWall time: <t> seconds\nProcess exited with code 0\n"
         "Original token count: 2\nOutput:\nsocket\n"), websocket=True)
     assert (command["type"], command["aggregated_output"]) == ("command_execution", "socket\n")
+
+
+def test_codex_offers_its_own_shell_tool_even_for_a_local_shell_type(
+        node_clients, codex_model, tmp_path, production, tenant_key, clean_upstream):
+    """Codex 0.171's catalog takes `shell_type: "local"` (OpenAI's `local_shell` tool type)
+    but still offers `exec_command`: it sends no native shell tool type (the round trip
+    checks the tools offered, TOOLS_OFFERED)."""
+    (tmp_path / "work").mkdir()
+    codex = Codex(node_clients, {**codex_model, "shell_type": "local"}, tmp_path, production,
+                  tenant_key, clean_upstream)
+    codex.call_shell("echo local", (
+        "Chunk ID: <id>\nWall time: <t> seconds\nProcess exited with code 0\n"
+        "Original token count: 2\nOutput:\nlocal\n"))
 
 
 PATCH = """apply_patch <<'EOF'
