@@ -185,3 +185,79 @@ def test_a_dead_run_closes_its_custom_call_with_the_input_streamed():
          "input": "*** Begin"},
         {"type": "response.output_item.done", "output_index": 0, "item": item}]
     assert output == [item]
+
+
+# --- custom tools in a namespace (Codex's code mode: `functions.exec`) ---------------------
+
+EXEC_TOOL = {"type": "custom", "name": "exec", "description": "Run a script.", "format": GRAMMAR}
+WAIT_TOOL = {"type": "function", "name": "wait", "description": "Wait.",
+             "parameters": {"type": "object", "properties": {}}, "strict": False}
+FUNCTIONS = {"type": "namespace", "name": "functions", "description": "Code mode.",
+             "tools": [EXEC_TOOL, WAIT_TOOL]}
+UPSTREAM_FUNCTIONS = [
+    {"type": "function", "function": {
+        **UPSTREAM_PATCH_TOOL["function"], "name": "functions__exec",
+        "description": "Run a script.\n\nThe `input` argument must be text matching this lark "
+                       "grammar:\nstart: \"a\"+"}},
+    {"type": "function", "function": {"name": "functions__wait", "description": "Wait.",
+                                      "parameters": {"type": "object", "properties": {}}}}]
+
+
+def test_a_namespaced_custom_tool_is_stored_and_offered_as_a_flattened_function():
+    params = parse_create_request({"model": "m", "input": "hi", "tools": [FUNCTIONS]}).params
+    assert params["tools"] == [FUNCTIONS]
+    chat = build(tools=[FUNCTIONS], tool_choice={"type": "custom", "name": "exec"})
+    assert chat.body["tools"] == UPSTREAM_FUNCTIONS
+    assert chat.body["tool_choice"] == {"type": "function",
+                                        "function": {"name": "functions__exec"}}
+    assert chat.custom_tools == frozenset({"functions__exec"})
+    assert chat.function_names == {"functions__exec": ("exec", "functions"),
+                                   "functions__wait": ("wait", "functions")}
+
+
+def test_a_namespaced_custom_tool_given_in_an_item_is_offered_the_same_way():
+    chat = build(input=[{"type": "additional_tools", "role": "developer", "tools": [FUNCTIONS]},
+                        {"role": "user", "content": "hi"}])
+    assert chat.body["tools"] == UPSTREAM_FUNCTIONS
+    assert chat.custom_tools == frozenset({"functions__exec"})
+
+
+def test_a_namespace_member_neither_function_nor_custom_is_a_400():
+    with pytest.raises(InvalidRequest) as caught:
+        parse_create_request({"model": "m", "input": "hi", "tools": [
+            {**FUNCTIONS, "tools": [{"type": "web_search"}]}]})
+    assert (caught.value.param, caught.value.message) == (
+        "tools[0].tools[0]", "'tools[0].tools[0]' must be a function or custom tool.")
+
+
+def test_a_namespaced_custom_call_keeps_its_namespace_and_goes_back_by_its_flat_name():
+    call = {"type": "custom_tool_call", "call_id": "call_1", "name": "exec",
+            "namespace": "functions", "input": "text(1)"}
+    items = parse_create_request({"model": "m", "input": [call]}).input_items
+    assert items[0]["namespace"] == "functions"
+    chat = build(tools=[FUNCTIONS], input=[
+        {"role": "user", "content": "run it"}, call,
+        {"type": "custom_tool_call_output", "call_id": "call_1", "output": "1"}])
+    assert chat.body["messages"][1:] == [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {
+                "name": "functions__exec", "arguments": '{"input": "text(1)"}'}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "1"}]
+
+
+def test_a_namespaced_custom_call_streams_as_a_custom_tool_call_with_its_namespace():
+    head = chunk({"tool_calls": [{"index": 0, "id": "call_x", "type": "function", "function": {
+        "name": "functions__exec", "arguments": '{"input": "text('}}]})
+    chunks = [head, call_piece('1)"}'), chunk({}, "tool_calls")]
+
+    events, response = translate(chunks, custom_tools=frozenset({"functions__exec"}),
+                                 function_names={"functions__exec": ("exec", "functions")})
+
+    assert response["output"] == [
+        {"id": "ctc_0", "type": "custom_tool_call", "status": "completed", "call_id": "call_x",
+         "name": "exec", "namespace": "functions", "input": "text(1)"}]
+    assert [(e["type"], e.get("delta")) for e in events[2:6]] == [
+        ("response.output_item.added", None),
+        ("response.custom_tool_call_input.delta", "text("),
+        ("response.custom_tool_call_input.delta", "1)"),
+        ("response.custom_tool_call_input.done", None)]

@@ -2,9 +2,12 @@
 deployment and a Chat Completions model (the fake upstream's `fake-tool-caller`): the SDK
 reads our `shell_call` and `apply_patch_call` items, runs its executor and editor, and sends
 its `shell_call_output` and `apply_patch_call_output` back, which reach the model as tool
-messages; the exact messages and the SDK's final output are asserted."""
+messages; the exact messages and the SDK's final output are asserted, with `Runner.run` and
+with `Runner.run_streamed` (the SDK reading the calls from our stream's events)."""
 import asyncio
 import json
+
+import pytest
 
 from agents import (Agent, ApplyPatchTool, OpenAIResponsesModel, RunConfig, Runner, ShellTool,
                     set_tracing_disabled)
@@ -44,15 +47,37 @@ class Workspace:
         raise AssertionError("no file is deleted here")
 
 
+def raw_type(raw) -> str:
+    return raw["type"] if isinstance(raw, dict) else raw.type
+
+
+async def run_streamed(agent) -> tuple[object, list[tuple[str, str]]]:
+    """`Runner.run_streamed`: the result and the (event name, item type) of each run item
+    the SDK reported while the stream went on."""
+    result = Runner.run_streamed(agent, PROMPT, run_config=RunConfig(tracing_disabled=True))
+    seen = [(event.name, raw_type(event.item.raw_item))
+            async for event in result.stream_events() if event.type == "run_item_stream_event"]
+    return result, seen
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
 def test_the_agents_sdk_runs_its_shell_and_apply_patch_tools(production, tenant_key,
-                                                             clean_upstream):
+                                                             clean_upstream, streamed):
     workspace = Workspace()
     client = AsyncOpenAI(base_url=production.base_url, api_key=tenant_key, max_retries=0)
     agent = Agent(name="Coder", instructions="Fix files.",
                   model=OpenAIResponsesModel("fake-tool-caller", client),
                   tools=[ShellTool(executor=workspace.run), ApplyPatchTool(editor=workspace)])
 
-    result = asyncio.run(Runner.run(agent, PROMPT, run_config=RunConfig(tracing_disabled=True)))
+    if streamed:
+        result, seen = asyncio.run(run_streamed(agent))
+        assert seen == [("tool_called", "shell_call"), ("tool_called", "apply_patch_call"),
+                        ("tool_output", "shell_call_output"),
+                        ("tool_output", "apply_patch_call_output"),
+                        ("message_output_created", "message")]
+    else:
+        result = asyncio.run(Runner.run(agent, PROMPT,
+                                        run_config=RunConfig(tracing_disabled=True)))
 
     assert workspace.commands == [["cat greeting.txt"]]
     assert workspace.operations == [("update_file", "greeting.txt", PATCH_ARGUMENTS["diff"])]

@@ -1,5 +1,5 @@
 """Codex CLI's own apply_patch path, through custom tools: the model catalog gives the model
-`apply_patch_tool_type = "freeform"`, so Codex 0.169 offers apply_patch as a custom tool
+`apply_patch_tool_type = "freeform"`, so Codex 0.171 offers apply_patch as a custom tool
 with a Lark grammar. A recording proxy between Codex and the gateway shows what Codex sent
 and was answered; the fake upstream shows what the backend saw.
 

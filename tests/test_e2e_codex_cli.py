@@ -3,10 +3,12 @@ the fake upstream: `codex exec` with a custom model provider (`wire_api = "respo
 isolated HOME, its prompt scripting the fake model (`fake-tool-caller`) to call a tool.
 
 - A shell call: Codex runs the command and sends its output back in the next request.
-- `apply_patch`: Codex 0.169 offers apply_patch only as a freeform (custom) tool; the model
+- `apply_patch`: Codex 0.171 offers apply_patch only as a freeform (custom) tool; the model
   catalog here gives the model none, so, as Codex's instructions then say, the model sends
   the patch through the shell tool and Codex applies it itself (a `file_change`).
   Codex's freeform apply_patch tool, through custom tools: test_e2e_codex_apply_patch.
+
+Over Codex's WebSocket transport (`supports_websockets` in the provider) as well as HTTP.
 
 No network but loopback: every proxy variable points at a closed loopback port (only
 127.0.0.1 and localhost bypass it), and the config turns off what phones home (update
@@ -81,18 +83,26 @@ def codex_model(node_clients, tmp_path_factory) -> dict:
 
 
 def codex_exec(node_clients, codex_model, home: Path, base_url: str, api_key: str,
-               prompt: str) -> list[dict]:
-    """`codex exec --json PROMPT` in `home`/work; return the finished items it reported."""
+               prompt: str, websocket: bool = False) -> list[dict]:
+    """`codex exec --json PROMPT` in `home`/work; return the finished items it reported.
+    `websocket`: the provider says `supports_websockets`, and Codex must have used it."""
     (home / ".codex").mkdir(parents=True)
     catalog = home / ".codex" / "models.json"
     catalog.write_text(json.dumps({"models": [codex_model]}))
     (home / ".codex" / "config.toml").write_text(
-        CONFIG.format(catalog=catalog, base_url=base_url))
+        CONFIG.format(catalog=catalog, base_url=base_url)
+        + ("supports_websockets = true\n" if websocket else ""))
+    env = codex_env(home, api_key)
+    if websocket:  # Codex logs its transport at info
+        env["RUST_LOG"] = "codex_api::endpoint::responses_websocket=info"
     done = subprocess.run(
         [shutil.which("node"), str(node_clients / CODEX), "exec", "--skip-git-repo-check",
          "--json", prompt], cwd=home / "work", capture_output=True, text=True, timeout=60,
-        env=codex_env(home, api_key), stdin=subprocess.DEVNULL)
+        env=env, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, f"codex exec failed:\n{done.stdout}{done.stderr}"
+    if websocket:
+        assert "successfully connected to Responses WebSocket status=101" in done.stderr
+        assert "falling back to HTTP" not in done.stderr, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert [event["type"] for event in events if event["type"].startswith("turn.")] == [
         "turn.started", "turn.completed"], done.stdout
@@ -129,16 +139,16 @@ class Codex:
     """`codex exec` in a fresh HOME whose prompt makes the fake model call the shell tool."""
 
     def __init__(self, node_clients, codex_model, home, production, api_key, upstream):
-        self.run = lambda prompt: codex_exec(node_clients, codex_model, home,
-                                             production.base_url, api_key, prompt)
+        self.run = lambda prompt, websocket=False: codex_exec(
+            node_clients, codex_model, home, production.base_url, api_key, prompt, websocket)
         self.work, self.upstream = home / "work", upstream
 
-    def call_shell(self, command: str, tool_output: str) -> dict:
+    def call_shell(self, command: str, tool_output: str, websocket: bool = False) -> dict:
         """Check the round trip and Codex's answer (the fake model quotes the tool output);
         return the item Codex reported for the call."""
         arguments = json.dumps({"cmd": command})
         prompt = f"call exec_command {arguments}"
-        done, answer = self.run(prompt)
+        done, answer = self.run(prompt, websocket)
         assert_round_trip(self.upstream, prompt, arguments, tool_output)
         assert (answer["type"], normalized(answer["text"])) == (
             "agent_message", f"Results: {tool_output}")
@@ -160,6 +170,29 @@ def test_codex_exec_runs_the_shell_command_the_model_called(codex):
         == {"type": "command_execution", "aggregated_output": "gateway\n", "exit_code": 0,
             "status": "completed"}
     assert command["command"].endswith("'echo gateway > out.txt && cat out.txt'")
+
+
+def test_codex_exec_runs_a_shell_command_over_the_websocket_transport(codex):
+    """A provider with `supports_websockets`: Codex opens `ws://…/v1/responses` (no fallback
+    to HTTP) and sends its two requests as `response.create` frames; the upstream sees the
+    same round trip as over HTTP."""
+    command = codex.call_shell("echo socket", (
+        "Chunk ID: <id>\nWall time: <t> seconds\nProcess exited with code 0\n"
+        "Original token count: 2\nOutput:\nsocket\n"), websocket=True)
+    assert (command["type"], command["aggregated_output"]) == ("command_execution", "socket\n")
+
+
+def test_codex_offers_its_own_shell_tool_even_for_a_local_shell_type(
+        node_clients, codex_model, tmp_path, production, tenant_key, clean_upstream):
+    """Codex 0.171's catalog takes `shell_type: "local"` (OpenAI's `local_shell` tool type)
+    but still offers `exec_command`: it sends no native shell tool type (the round trip
+    checks the tools offered, TOOLS_OFFERED)."""
+    (tmp_path / "work").mkdir()
+    codex = Codex(node_clients, {**codex_model, "shell_type": "local"}, tmp_path, production,
+                  tenant_key, clean_upstream)
+    codex.call_shell("echo local", (
+        "Chunk ID: <id>\nWall time: <t> seconds\nProcess exited with code 0\n"
+        "Original token count: 2\nOutput:\nlocal\n"))
 
 
 PATCH = """apply_patch <<'EOF'

@@ -127,34 +127,69 @@ def test_prompts_end_to_end(production, tenant_key, other_tenant_key, openai_cli
         "type": "invalid_request_error", "param": "prompt.id", "code": "not_found"}
 
 
-@pytest.mark.django_db
-def test_the_admin_adds_versions_and_never_changes_one(client):
-    from django.contrib.auth.models import User
-
-    from prompts.models import PromptTemplate
-    from responses_app.models import Tenant
-
-    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw-1234567"))
-    tenant = Tenant.objects.create(name="t-admin-prompts")
-    inline = "versions"
-
-    def post(url, template_name, instructions, total, initial):
-        return client.post(url, {
-            "tenant": tenant.id, "name": template_name,
-            f"{inline}-TOTAL_FORMS": str(total), f"{inline}-INITIAL_FORMS": str(initial),
+def admin_post(client, url, tenant, template, instructions, versions=()):
+    """The admin's add (no template) or change form of a template: the versions it has, shown
+    read-only, and a new one in the blank row."""
+    inline, total = "versions", len(versions) + 1
+    data = {"tenant": tenant.id, "name": "faq",
+            f"{inline}-TOTAL_FORMS": str(total), f"{inline}-INITIAL_FORMS": str(len(versions)),
             f"{inline}-MIN_NUM_FORMS": "0", f"{inline}-MAX_NUM_FORMS": "1000",
             f"{inline}-{total - 1}-instructions": instructions,
             f"{inline}-{total - 1}-messages": "[]",
-            **({f"{inline}-0-id": str(first_id)} if initial else {}),
-            **({f"{inline}-0-template": template.id} if initial else {}),
-            f"{inline}-{total - 1}-template": template.id if initial else ""})
+            f"{inline}-{total - 1}-template": template.id if template else ""}
+    for index, version in enumerate(versions):
+        data |= {f"{inline}-{index}-id": str(version.id),
+                 f"{inline}-{index}-template": template.id}
+    return client.post(url, data)
 
-    response = post("/admin/prompts/prompttemplate/add/", "faq", "Answer from the FAQ.", 1, 0)
+
+def change_url(template) -> str:
+    """The admin's URL of a template: its primary key quote()d, as the admin writes it.
+    Unquoted, an id whose random part starts with 22-26 or 40 (`_22` reads as `"`) names
+    no template, and the admin redirects home having saved nothing."""
+    from django.contrib.admin.utils import quote
+
+    return f"/admin/prompts/prompttemplate/{quote(template.id)}/change/"
+
+
+@pytest.fixture
+def admin_tenant(client):
+    from django.contrib.auth.models import User
+
+    from responses_app.models import Tenant
+
+    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw-1234567"))
+    return Tenant.objects.create(name="t-admin-prompts")
+
+
+@pytest.mark.django_db
+def test_the_admin_adds_versions_and_never_changes_one(client, admin_tenant):
+    from prompts.models import PromptTemplate
+
+    response = admin_post(client, "/admin/prompts/prompttemplate/add/", admin_tenant, None,
+                          "Answer from the FAQ.")
     assert response.status_code == 302
-    template = PromptTemplate.objects.get(tenant=tenant, name="faq")
-    first_id = template.versions.get().id
-    response = post(f"/admin/prompts/prompttemplate/{template.id}/change/", "faq",
-                    "Answer from the FAQ, briefly.", 2, 1)
-    assert response.status_code == 302
+    template = PromptTemplate.objects.get(tenant=admin_tenant, name="faq")
+    response = admin_post(client, change_url(template), admin_tenant, template,
+                          "Answer from the FAQ, briefly.", [template.versions.get()])
+    assert (response.status_code, response["Location"]) == (
+        302, "/admin/prompts/prompttemplate/")
     assert [(v.number, v.instructions) for v in template.versions.order_by("number")] == [
         (1, "Answer from the FAQ."), (2, "Answer from the FAQ, briefly.")]
+
+
+@pytest.mark.django_db
+def test_the_admin_adds_a_version_to_a_template_whose_id_its_urls_escape(client, admin_tenant):
+    """An id like the one the change test once failed with (6 random ids in 256): `pmpt_22…`."""
+    from prompts.models import PromptTemplate
+
+    template = PromptTemplate.objects.create(id=f"pmpt_22{'ab' * 23}", tenant=admin_tenant,
+                                             name="faq")
+    first = template.add_version("Answer from the FAQ.")
+    assert change_url(template) == f"/admin/prompts/prompttemplate/pmpt_5F22{'ab' * 23}/change/"
+    response = admin_post(client, change_url(template), admin_tenant, template,
+                          "Answer briefly.", [first])
+    assert (response.status_code, response["Location"]) == (
+        302, "/admin/prompts/prompttemplate/")
+    assert [v.instructions for v in template.versions.order_by("number")] == [
+        "Answer from the FAQ.", "Answer briefly."]

@@ -36,8 +36,11 @@ def custom_tool(tool: dict, param: str) -> dict:
     if description is not None and not isinstance(description, str):
         raise InvalidRequest(f"'{param}.description' must be a string.",
                              param=f"{param}.description", code="invalid_type")
-    return {"type": "custom", "name": name, "description": description,
-            "format": _format(tool.get("format"), f"{param}.format")}
+    stored = {"type": "custom", "name": name, "description": description,
+              "format": _format(tool.get("format"), f"{param}.format")}
+    if tool.get("defer_loading"):  # offered once a tool search loads it
+        stored["defer_loading"] = True
+    return stored
 
 
 def _format(fmt, param) -> dict:
@@ -59,10 +62,13 @@ def _format(fmt, param) -> dict:
 
 
 def _custom_tool_call(item, param) -> dict:
-    return {"id": _item_id(item, "ctc"), "type": "custom_tool_call",
+    call = {"id": _item_id(item, "ctc"), "type": "custom_tool_call",
             "call_id": required_string(item, "call_id", param),
             "name": required_string(item, "name", param),
             "input": required_string(item, "input", param), "status": "completed"}
+    if isinstance(item.get("namespace"), str) and item["namespace"]:
+        call["namespace"] = item["namespace"]
+    return call
 
 
 def _custom_tool_call_output(item, param) -> dict:

@@ -98,12 +98,19 @@ def _namespace_tool(tool, param) -> dict:
         raise InvalidRequest(f"'{param}.tools' must be a list.", param=f"{param}.tools",
                              code="invalid_type")
     return {**tool, "name": name, "tools": [
-        _function_tool(t, f"{param}.tools[{j}]") for j, t in enumerate(inner)]}
+        _namespace_member(t, f"{param}.tools[{j}]") for j, t in enumerate(inner)]}
+
+
+def _namespace_member(tool, param) -> dict:
+    """A namespace groups function and custom tools (Codex's code mode: `functions.exec`)."""
+    if isinstance(tool, dict) and tool.get("type") == "custom":
+        return custom_tool(tool, param)
+    return _function_tool(tool, param)
 
 
 def _function_tool(tool, param) -> dict:
     if not isinstance(tool, dict) or tool.get("type", "function") != "function":
-        raise InvalidRequest(f"'{param}' must be a function tool.", param=param,
+        raise InvalidRequest(f"'{param}' must be a function or custom tool.", param=param,
                              code="invalid_value")
     parameters = tool.get("parameters")
     if parameters is not None and not isinstance(parameters, dict):

@@ -84,7 +84,7 @@ def _loadable_tools(value, param, mcp: bool = False) -> list[dict]:
         inner = tool.get("tools") if kind == "namespace" else []
         if not isinstance(inner, list) or not all(
                 isinstance(t, dict) and isinstance(t.get("name"), str) for t in inner):
-            raise InvalidRequest(f"'{where}.tools' must be a list of function tools.",
+            raise InvalidRequest(f"'{where}.tools' must be a list of function or custom tools.",
                                  param=f"{where}.tools", code="invalid_value")
     return [dict(tool) for tool in value]
 

@@ -13,7 +13,9 @@ from .client_tools import (
     CALL_TYPES, client_items_as_function_items, client_tool_as_function, client_tool_names,
     tools_from_items,
 )
-from .custom_tools import custom_items_as_function_items, custom_tool_as_function
+from .custom_tools import (
+    custom_items_as_function_items, custom_tool_as_function, custom_tool_names,
+)
 from .history_repair import merge_consecutive_users, repair_items
 from .hosted_items import function_for_tool_type, hosted_items_as_function_items
 from .mcp_history import NAMESPACE_SEPARATOR, mcp_items_as_function_items
@@ -83,8 +85,8 @@ def build_chat_request(*, model: str, instructions: str | None, items: list[dict
         body["logprobs"] = True
         if params.get("top_logprobs"):
             body["top_logprobs"] = params["top_logprobs"]
-    custom = frozenset(t["name"] for t in offered if t["type"] == "custom")
-    return ChatRequest(body=body, function_names=function_names, custom_tools=custom,
+    return ChatRequest(body=body, function_names=function_names,
+                       custom_tools=custom_tool_names(offered),
                        client_tools=client_tool_names(offered),
                        repairs=repairs)
 
@@ -245,7 +247,9 @@ def _chat_tools(tools: list[dict]) -> tuple[list[dict], dict]:
                     continue
                 upstream = f"{tool['name']}{NAMESPACE_SEPARATOR}{inner['name']}"
                 names[upstream] = (inner["name"], tool["name"])
-                chat_tools.append(_chat_function(inner, upstream))
+                chat_tools.append(custom_tool_as_function({**inner, "name": upstream})
+                                  if inner.get("type") == "custom"
+                                  else _chat_function(inner, upstream))
     return chat_tools, names
 
 

@@ -7,8 +7,11 @@ constraint. The model's call of that function becomes a `custom_tool_call` outpu
 the raw input (decoded from the arguments as they stream: custom_input), streamed as
 `response.custom_tool_call_input.delta` / `.done`. In the history a `custom_tool_call` and
 its `custom_tool_call_output` go back upstream as that function call and its tool message.
+A custom tool inside a `namespace` is offered as `namespace__name`, its calls carrying the
+`namespace` (Codex's code mode: `functions.exec`).
 """
 from .custom_input import ARGUMENT, InputDecoder, input_as_arguments
+from .mcp_history import NAMESPACE_SEPARATOR
 
 INPUT_DELTA = "response.custom_tool_call_input.delta"
 INPUT_DONE = "response.custom_tool_call_input.done"
@@ -31,6 +34,14 @@ def custom_tool_as_function(tool: dict) -> dict:
     return {"type": "function", "function": function}
 
 
+def custom_tool_names(tools: list[dict]) -> frozenset:
+    """The upstream function names standing for custom tools, namespaced ones flattened."""
+    return frozenset(
+        [t["name"] for t in tools if t["type"] == "custom"]
+        + [f"{t['name']}{NAMESPACE_SEPARATOR}{inner['name']}" for t in tools
+           if t["type"] == "namespace" for inner in t["tools"] if inner.get("type") == "custom"])
+
+
 def custom_items_as_function_items(items: list[dict]) -> list[dict]:
     """The items with custom tool calls and their outputs as function calls and outputs."""
     if not any(item.get("type") in _AS_FUNCTION for item in items):
@@ -40,9 +51,12 @@ def custom_items_as_function_items(items: list[dict]) -> list[dict]:
 
 
 def _call_as_function(item: dict) -> dict:
-    return {"type": "function_call", "id": item.get("id"), "call_id": item["call_id"],
+    call = {"type": "function_call", "id": item.get("id"), "call_id": item["call_id"],
             "name": item["name"], "arguments": input_as_arguments(item["input"]),
             "status": "completed"}
+    if item.get("namespace"):  # called upstream by its flattened name, `namespace__name`
+        call["namespace"] = item["namespace"]
+    return call
 
 
 def _output_as_function(item: dict) -> dict:
@@ -56,10 +70,14 @@ _AS_FUNCTION = {"custom_tool_call": _call_as_function,
 
 # --- the output item while it streams ----------------------------------------------------------
 
-def custom_call_item(ids, piece: dict, name: str) -> dict:
-    """A `custom_tool_call` item, in progress, for the first chunk piece of its call."""
-    return {"id": ids("ctc"), "type": "custom_tool_call", "status": "in_progress",
+def custom_call_item(ids, piece: dict, name: str, namespace: str | None = None) -> dict:
+    """A `custom_tool_call` item, in progress, for the first chunk piece of its call (a
+    namespaced tool's with its `namespace`)."""
+    item = {"id": ids("ctc"), "type": "custom_tool_call", "status": "in_progress",
             "call_id": piece.get("id") or ids("call"), "name": name, "input": ""}
+    if namespace:
+        item["namespace"] = namespace
+    return item
 
 
 def input_delta(call, arguments: str) -> list[dict]:

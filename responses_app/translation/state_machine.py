@@ -331,7 +331,8 @@ class ResponseTranslator:
                 return ToolCall(item=item, output_index=None)
             return ToolCall(item=item, output_index=self._add_item(events, item, dict(item)))
         if upstream_name in self.options.custom_tools:
-            item = custom_call_item(self.options.ids, piece, upstream_name)
+            item = custom_call_item(self.options.ids, piece, *self.options.function_names.get(
+                upstream_name, (upstream_name, None)))
             return ToolCall(item=item, output_index=self._add_item(events, item, dict(item)))
         item = tool_items.function_call_item(self.options.ids, piece, upstream_name,
                                              self.options.function_names)
