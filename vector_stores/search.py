@@ -5,8 +5,8 @@ attribute `filters`:
 - by the cosine distance of their embedding to the query's (pgvector: the HNSW index for
   large stores, an exact scan for small ones or selective filters); a chunk orthogonal to
   the query or further (distance >= 1) shares nothing with it and is left out;
-- by Postgres full-text search (`english` configuration, any of the query's words,
-  `ts_rank`).
+- by Postgres full-text search (`english` configuration, `ts_rank`: the chunks holding
+  all the query's words, then two or more, then any; text_ranking.py).
 They are fused by reciprocal rank (RRF, k=60): a chunk's score is the sum of 1/(60 + rank)
 over the rankings it is in, divided by the best possible sum (2/61), so 1.0 means first in
 both. `ranking_options.ranker`: `auto` or `default-2024-11-15` is that hybrid; `none` is the
@@ -25,7 +25,8 @@ from django.utils import timezone
 from .embedding import EmbeddingFailed, embed_texts
 from .filters import InvalidSearchRequest, filter_q
 from .models import Chunk, VectorStore
-from .ranking import fused, searched_files, text_ranking, vector_ranking
+from .ranking import fused, searched_files, vector_ranking
+from .text_ranking import text_ranking
 
 __all__ = ["SearchResult", "VectorStoreNotFound", "InvalidSearchRequest", "EmbeddingFailed",
            "check_search", "search_stores"]
@@ -67,9 +68,9 @@ def search_stores(tenant_id: int, vector_store_ids: list[str], query: str, *,
     """The best chunks of the tenant's stores for `query`, best first."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidSearchRequest("'query' must be a non-empty string.")
-    ranker, threshold, where = _checked(tenant_id, vector_store_ids, max_num_results, filters,
-                                        ranking_options)
-    store_ids = _touched(list(dict.fromkeys(vector_store_ids)))
+    ranker, threshold, where, last_active = _checked(tenant_id, vector_store_ids,
+                                                     max_num_results, filters, ranking_options)
+    store_ids = _touched(last_active)
     [vector] = embed_texts([query])
     scope = searched_files(store_ids, where)
     candidates = max(MIN_CANDIDATES, 4 * max_num_results)
@@ -90,8 +91,7 @@ def _checked(tenant_id, vector_store_ids, max_num_results, filters, ranking_opti
                                    f"{MAX_RESULTS}.")
     ranker, threshold = _ranking(ranking_options)
     where = filter_q(filters, FILE_ATTRIBUTES) if filters is not None else None
-    _tenant_stores(tenant_id, vector_store_ids)
-    return ranker, threshold, where
+    return ranker, threshold, where, _tenant_stores(tenant_id, vector_store_ids)
 
 
 def _ranking(options) -> tuple[str, float]:
@@ -112,24 +112,29 @@ def _ranking(options) -> tuple[str, float]:
     return ranker, float(threshold)
 
 
-def _tenant_stores(tenant_id: int, store_ids) -> None:
+def _tenant_stores(tenant_id: int, store_ids) -> dict:
+    """The named stores, {id: last_active_at}, or VectorStoreNotFound."""
     if not isinstance(store_ids, list) or not store_ids \
             or not all(isinstance(store_id, str) for store_id in store_ids):
         raise InvalidSearchRequest("'vector_store_ids' must be a non-empty array of ids.")
     wanted = list(dict.fromkeys(store_ids))
-    found = set(VectorStore.objects.filter(tenant_id=tenant_id, id__in=wanted)
-                .values_list("id", flat=True))
+    found = dict(VectorStore.objects.filter(tenant_id=tenant_id, id__in=wanted)
+                 .values_list("id", "last_active_at"))
     for store_id in wanted:
         if store_id not in found:
             raise VectorStoreNotFound(store_id)
+    return {store_id: found[store_id] for store_id in wanted}
 
 
-def _touched(store_ids: list[str]) -> list[str]:
-    """The stores, their last_active_at now (written at most once a minute)."""
+def _touched(last_active: dict) -> list[str]:
+    """The stores' ids, their last_active_at now (written at most once a minute: the
+    UPDATE is sent only when one is older, not on every search)."""
     now = timezone.now()
-    VectorStore.objects.filter(id__in=store_ids, last_active_at__lt=now - ACTIVE_RESOLUTION) \
-        .update(last_active_at=now)
-    return store_ids
+    stale = [store_id for store_id, at in last_active.items() if at < now - ACTIVE_RESOLUTION]
+    if stale:
+        VectorStore.objects.filter(id__in=stale, last_active_at__lt=now - ACTIVE_RESOLUTION) \
+            .update(last_active_at=now)
+    return list(last_active)
 
 
 def _results(ranked: list[tuple[int, float]]) -> list[SearchResult]:

@@ -1,0 +1,99 @@
+"""The full-text ranking a hybrid search fuses: the chunks of its scope best matching the
+query's words, by Postgres's `ts_rank` (`english` configuration), in tiers.
+
+The query's lexemes are Postgres's own (`to_tsvector('english', query)`: stemmed, stop words
+dropped, as the chunks' `tsv` was made). The ranking reads three tiers in turn and stops
+when it holds `candidates` chunks: the chunks holding every lexeme, then those holding at
+least two (an OR of every pair, for three lexemes or more), then those holding any; each
+tier is ranked by `ts_rank`, ties by chunk id, and a chunk is ranked in its first tier only.
+
+The tiers follow `ts_rank`'s own order (no corpus statistics: a lexeme present once counts
+0.061, however often at most 0.1, so two lexemes outrank any one) and let the ranking read
+few rows: `ts_rank` reads each match's row, and any word of a query of common words
+matches a good part of a large store. The last tier ranks at most TEXT_MATCHES_RANKED
+matches (the first the GIN index finds). The former two tiers (all words, then any word,
+2,000 matches each) read ~2,000 rows for most queries; with the middle tier the ranking
+is 1.56x faster at p50 and nearer the full `ts_rank` order of every match: the same top 10
+on 100 queries of 100 of 100 (before: 8.5 of 10 on average), the same top 40 on 85
+(before: 20) (100 queries on 100,000 chunks, paired; bench/README.md).
+"""
+from itertools import combinations
+
+from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.db import connection
+from django.db.models import BooleanField, F, Value
+from django.db.models.expressions import CombinedExpression
+
+from .models import Chunk
+
+TEXT_MATCHES_RANKED = 2000
+
+
+def text_ranking(scope, query: str, candidates: int) -> list[int]:
+    """The `candidates` chunks of the scope (ranking.Scope) best matching the query's words:
+    those holding all of them first, then those holding two or more, then any."""
+    if not scope.chunk_count:
+        return []
+    terms = [_quoted(lexeme) for lexeme in query_lexemes(query)]
+    if not terms:
+        return []
+    every = " & ".join(terms)
+    if len(terms) == 1:
+        return _ranked_matches(scope, every, candidates)
+    two = " | ".join(f"({a} & {b})" for a, b in combinations(terms, 2))
+    ranked = _ranked_matches(scope, two, candidates, first=every, by_store=True)
+    if len(ranked) < candidates:
+        seen = set(ranked)
+        ranked += [chunk_id for chunk_id in _ranked_matches(scope, " | ".join(terms),
+                                                            candidates + len(ranked))
+                   if chunk_id not in seen][:candidates - len(ranked)]
+    return ranked
+
+
+def query_lexemes(query: str) -> list[str]:
+    """The query's lexemes as the chunks' full-text vectors hold them (sorted)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT lexeme FROM unnest(to_tsvector('english', %s))", [query])
+        return [lexeme for lexeme, in cursor.fetchall()]
+
+
+def _quoted(lexeme: str) -> str:
+    """A lexeme as a tsquery operand, taken as it is (the `simple` configuration only
+    lowercases, and a lexeme is lowercase already)."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _ranked_matches(scope, raw_query: str, candidates: int, first: str | None = None,
+                    by_store: bool = False) -> list[int]:
+    """The best `candidates` of the first TEXT_MATCHES_RANKED matches (those matching
+    `first` before the others), ranked in the scan that finds them and sorted around it.
+    Ranking them around a subquery of their ids read each match's row twice (the scan, then
+    by primary key): the text ranking 1.24-1.39x slower at p50, the hybrid search
+    1.08-1.18x; sorting the pairs in Python instead of SQL: 1.03-1.32x slower (100 queries
+    on 100,000 chunks, alternating the order, the same rankings; bench/README.md).
+
+    `by_store`, for a query matching few chunks: the matches are found in the stores and
+    those of the scope's files kept after; the files named in the scan made the planner
+    intersect the GIN index's matches with the file index's rows for every file (3.3 of
+    the 4.6 ms of a two-word tier's query on 12,000 chunks of 100,000)."""
+    tsquery = SearchQuery(raw_query, search_type="raw", config="simple")
+    tier = _matching(SearchQuery(first, search_type="raw", config="simple")) if first \
+        else Value(False)
+    where = scope.stores if by_store else scope.chunks
+    matches = (Chunk.objects.filter(where, tsv=tsquery)
+               .annotate(rank=SearchRank(F("tsv"), tsquery), tier=tier)
+               .values_list("id", "rank", "tier", "store_file_id")[:TEXT_MATCHES_RANKED])
+    sql, params = matches.query.sql_with_params()
+    kept, files = "", []
+    if by_store and scope.narrowed:
+        kept, files = "WHERE matches.store_file_id = ANY(%s) ", [scope.file_ids]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT matches.id FROM ({sql}) AS matches {kept}ORDER BY "
+                       "matches.tier DESC, matches.rank DESC, matches.id LIMIT %s",
+                       [*params, *files, candidates])
+        return [chunk_id for chunk_id, in cursor.fetchall()]
+
+
+def _matching(tsquery: SearchQuery) -> CombinedExpression:
+    """Whether a chunk's full-text vector matches `tsquery` (a boolean column)."""
+    return CombinedExpression(F("tsv"), "@@", tsquery, output_field=BooleanField())
