@@ -20,11 +20,11 @@ import math
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import connection
 from django.db.models import Q, Sum
 from pgvector.django import CosineDistance
 
 from .models import Chunk, VectorStoreFile
+from .statements import Statement, run_together
 
 RRF_K = 60
 HNSW_MAX_CANDIDATES = 1000
@@ -58,30 +58,63 @@ class Scope:
         return Q(store_id__in=self.store_ids)
 
 
-def searched_files(store_ids: list[str], where) -> Scope:
-    """The completed files of the stores passing the attribute filter. Without a filter
-    their chunks are counted in the database (the 1,000 files' rows read one by one: the
-    search's p50 1.0x-1.1x slower, bench/README.md)."""
+def files_statement(store_ids: list[str], where) -> Statement:
+    """The statement reading the scope: the completed files of the stores passing the
+    attribute filter (pk, chunk count), or without a filter their chunks' total (the 1,000
+    files' rows read one by one: the hybrid search 1.33x slower at p50 with the steps of
+    that commit, bench/README.md)."""
     files = VectorStoreFile.objects.filter(store_id__in=store_ids, status="completed")
     if where is None:
-        total = files.aggregate(total=Sum("chunk_count"))["total"]
-        return Scope(store_ids, None, total or 0)
-    found = dict(files.filter(where).values_list("pk", "chunk_count"))
-    return Scope(store_ids, list(found), sum(found.values()))
+        return Statement.of(files.order_by().values("status")
+                            .annotate(total=Sum("chunk_count")).values_list("total"))
+    return Statement.of(files.filter(where).values_list("pk", "chunk_count"))
 
 
-def vector_ranking(scope: Scope, vector: list[float],
-                   candidates: int) -> list[tuple[int, float]]:
-    """The `candidates` chunks of the scope nearest the query's vector: (id, distance)."""
+def searched_files(store_ids: list[str], where, rows: list[tuple]) -> Scope:
+    """The scope from files_statement's rows."""
+    if where is None:
+        return Scope(store_ids, None, sum(total for total, in rows))
+    return Scope(store_ids, [pk for pk, _ in rows], sum(count for _, count in rows))
+
+
+TABLE_ROWS = Statement("SELECT reltuples FROM pg_class WHERE relname = %s",
+                       [Chunk._meta.db_table])  # the planner's estimate (no count)
+
+
+def nearest_statement(scope: Scope, vector: list[float], candidates: int,
+                      table_rows: list[tuple]) -> Statement | None:
+    """The statement of the HNSW index's path (TABLE_ROWS's rows given), or None where the
+    scope is searched exactly."""
+    if scope.chunk_count <= settings.VECTOR_SEARCH_EXACT_MAX_CHUNKS:
+        return None
+    rows = max(1.0, table_rows[0][0]) if table_rows else 1.0
+    wanted = math.ceil(1.5 * candidates * rows / scope.chunk_count)
+    if wanted > HNSW_MAX_CANDIDATES:
+        return None
+    sql, params = index_scan(vector, wanted).query.sql_with_params()
+    member, ids = ("store_file_id", scope.file_ids) if scope.narrowed \
+        else ("store_id", scope.store_ids)  # kept and sorted in the query, not in Python
+    return Statement(f"SELECT nearest.id, nearest.distance FROM ({sql}) AS nearest "
+                     f"WHERE nearest.{member} = ANY(%s) AND nearest.distance < %s "
+                     "ORDER BY nearest.distance, nearest.id LIMIT %s",
+                     [*params, list(ids), MAX_DISTANCE, candidates],
+                     setting=f"SET LOCAL hnsw.ef_search = {max(40, wanted)}")
+
+
+def vector_ranking(scope: Scope, vector: list[float], candidates: int,
+                   nearest: list[tuple] | None) -> list[tuple[int, float]]:
+    """The `candidates` chunks of the scope nearest the query's vector: (id, distance);
+    `nearest` the rows of nearest_statement (None where it was None): fewer than
+    `candidates` and the scope is searched exactly after all."""
     if not scope.chunk_count:
         return []
-    if scope.chunk_count > settings.VECTOR_SEARCH_EXACT_MAX_CHUNKS:
-        wanted = math.ceil(1.5 * candidates * _table_rows() / scope.chunk_count)
-        if wanted <= HNSW_MAX_CANDIDATES:
-            nearest = _by_index(scope, vector, candidates, wanted)
-            if len(nearest) >= candidates:
-                return nearest
-    return _exact(scope, vector, candidates)
+    if nearest is not None and len(nearest) >= candidates:
+        return nearest
+    rows = (Chunk.objects.filter(scope.chunks)
+            .annotate(distance=CosineDistance("embedding", vector))
+            .order_by("distance", "id").values_list("id", "distance")[:candidates])
+    [exact] = run_together(Statement.of(rows, "SET LOCAL enable_indexscan = off"))
+    return [(chunk_id, distance) for chunk_id, distance in exact if distance < MAX_DISTANCE]
 
 
 def index_scan(vector: list[float], wanted: int):
@@ -89,50 +122,6 @@ def index_scan(vector: list[float], wanted: int):
     return (Chunk.objects.annotate(distance=CosineDistance("embedding", vector))
             .order_by("distance").values_list("id", "distance", "store_id", "store_file_id")
             [:wanted])
-
-
-def _exact(scope, vector, candidates) -> list[tuple[int, float]]:
-    rows = (Chunk.objects.filter(scope.chunks)
-            .annotate(distance=CosineDistance("embedding", vector))
-            .order_by("distance", "id").values_list("id", "distance")[:candidates])
-    sql, params = rows.query.sql_with_params()  # not the HNSW index (it would filter after)
-    return [(chunk_id, distance) for chunk_id, distance
-            in _rows_after("SET LOCAL enable_indexscan = off", sql, params)
-            if distance < MAX_DISTANCE]
-
-
-def _by_index(scope, vector, candidates, wanted) -> list[tuple[int, float]]:
-    """The scope's chunks among the index's `wanted` nearest, kept and sorted in the
-    query (not `wanted` rows to Python)."""
-    sql, params = index_scan(vector, wanted).query.sql_with_params()
-    member, ids = ("store_file_id", scope.file_ids) if scope.narrowed \
-        else ("store_id", scope.store_ids)
-    return _rows_after(f"SET LOCAL hnsw.ef_search = {max(40, wanted)}",
-                       f"SELECT nearest.id, nearest.distance FROM ({sql}) AS nearest "
-                       f"WHERE nearest.{member} = ANY(%s) AND nearest.distance < %s "
-                       "ORDER BY nearest.distance, nearest.id LIMIT %s",
-                       [*params, list(ids), MAX_DISTANCE, candidates])
-
-
-def _rows_after(setting: str, sql: str, params) -> list[tuple]:
-    """The rows of `sql` run after `setting` (a SET LOCAL) in one round trip: the two
-    statements of one query string run in one transaction (an implicit one in autocommit,
-    else the caller's), the setting undone at its end. A transaction of their own took
-    three round trips (SET, SELECT, COMMIT) where this takes one: under a load average
-    of ~10 each cost ~1-3 ms (bench/README.md)."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"{setting}; {sql}", params)
-        cursor.nextset()
-        return [tuple(row) for row in cursor.fetchall()]
-
-
-def _table_rows() -> float:
-    """The chunk table's row count as the planner estimates it (no count)."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = %s",
-                       [Chunk._meta.db_table])
-        row = cursor.fetchone()
-    return max(1.0, row[0]) if row else 1.0
 
 
 def fused(*rankings: list[int]) -> dict[int, float]:

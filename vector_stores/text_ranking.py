@@ -20,41 +20,53 @@ on 100 queries of 100 of 100 (before: 8.5 of 10 on average), the same top 40 on 
 from itertools import combinations
 
 from django.contrib.postgres.search import SearchQuery, SearchRank
-from django.db import connection
 from django.db.models import BooleanField, F, Value
 from django.db.models.expressions import CombinedExpression
 
 from .models import Chunk
+from .statements import Statement, run_together
 
 TEXT_MATCHES_RANKED = 2000
 
 
-def text_ranking(scope, query: str, candidates: int) -> list[int]:
-    """The `candidates` chunks of the scope (ranking.Scope) best matching the query's words:
-    those holding all of them first, then those holding two or more, then any."""
-    if not scope.chunk_count:
-        return []
-    terms = [_quoted(lexeme) for lexeme in query_lexemes(query)]
-    if not terms:
-        return []
+def lexemes_statement(query: str) -> Statement:
+    """The statement of the query's lexemes as the chunks' full-text vectors hold them."""
+    return Statement("SELECT lexeme FROM unnest(to_tsvector('english', %s))", [query])
+
+
+def first_statement(scope, lexemes: list[tuple], candidates: int) -> Statement | None:
+    """The statement of the ranking's first tier (lexemes_statement's rows given): the
+    chunks holding all the query's lexemes, then two or more; None if nothing can match."""
+    terms = _terms(lexemes)
+    if not scope.chunk_count or not terms:
+        return None
     every = " & ".join(terms)
     if len(terms) == 1:
         return _ranked_matches(scope, every, candidates)
     two = " | ".join(f"({a} & {b})" for a, b in combinations(terms, 2))
-    ranked = _ranked_matches(scope, two, candidates, first=every, by_store=True)
-    if len(ranked) < candidates:
+    return _ranked_matches(scope, two, candidates, first=every, by_store=True)
+
+
+def text_ranking(scope, lexemes: list[tuple], candidates: int,
+                 first: list[tuple] | None) -> list[int]:
+    """The `candidates` chunks of the scope (ranking.Scope) best matching the query's words:
+    those holding all of them first, then those holding two or more, then any; `first` the
+    rows of first_statement (None where it was None)."""
+    if first is None:
+        return []
+    ranked = [chunk_id for chunk_id, in first]
+    terms = _terms(lexemes)
+    if len(ranked) < candidates and len(terms) > 1:
         seen = set(ranked)
-        ranked += [chunk_id for chunk_id in _ranked_matches(scope, " | ".join(terms),
-                                                            candidates + len(ranked))
+        [rows] = run_together(_ranked_matches(scope, " | ".join(terms),
+                                              candidates + len(ranked)))
+        ranked += [chunk_id for chunk_id, in rows
                    if chunk_id not in seen][:candidates - len(ranked)]
     return ranked
 
 
-def query_lexemes(query: str) -> list[str]:
-    """The query's lexemes as the chunks' full-text vectors hold them (sorted)."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT lexeme FROM unnest(to_tsvector('english', %s))", [query])
-        return [lexeme for lexeme, in cursor.fetchall()]
+def _terms(lexemes: list[tuple]) -> list[str]:
+    return [_quoted(lexeme) for lexeme, in lexemes]
 
 
 def _quoted(lexeme: str) -> str:
@@ -64,8 +76,8 @@ def _quoted(lexeme: str) -> str:
 
 
 def _ranked_matches(scope, raw_query: str, candidates: int, first: str | None = None,
-                    by_store: bool = False) -> list[int]:
-    """The best `candidates` of the first TEXT_MATCHES_RANKED matches (those matching
+                    by_store: bool = False) -> Statement:
+    """The statement of the best `candidates` of the first TEXT_MATCHES_RANKED matches (those matching
     `first` before the others), ranked in the scan that finds them and sorted around it.
     Ranking them around a subquery of their ids read each match's row twice (the scan, then
     by primary key): the text ranking 1.24-1.39x slower at p50, the hybrid search
@@ -87,11 +99,9 @@ def _ranked_matches(scope, raw_query: str, candidates: int, first: str | None = 
     kept, files = "", []
     if by_store and scope.narrowed:
         kept, files = "WHERE matches.store_file_id = ANY(%s) ", [scope.file_ids]
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT matches.id FROM ({sql}) AS matches {kept}ORDER BY "
-                       "matches.tier DESC, matches.rank DESC, matches.id LIMIT %s",
-                       [*params, *files, candidates])
-        return [chunk_id for chunk_id, in cursor.fetchall()]
+    return Statement(f"SELECT matches.id FROM ({sql}) AS matches {kept}ORDER BY "
+                     "matches.tier DESC, matches.rank DESC, matches.id LIMIT %s",
+                     [*params, *files, candidates])
 
 
 def _matching(tsquery: SearchQuery) -> CombinedExpression:
