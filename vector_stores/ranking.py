@@ -93,11 +93,10 @@ def nearest_statement(scope: Scope, vector: list[float], candidates: int,
         return None
     sql, params = index_scan(vector, wanted).query.sql_with_params()
     member, ids = ("store_file_id", scope.file_ids) if scope.narrowed \
-        else ("store_id", scope.store_ids)  # kept and sorted in the query, not in Python
+        else ("store_id", scope.store_ids)  # kept in the query, not all `wanted` to Python
     return Statement(f"SELECT nearest.id, nearest.distance FROM ({sql}) AS nearest "
-                     f"WHERE nearest.{member} = ANY(%s) AND nearest.distance < %s "
-                     "ORDER BY nearest.distance, nearest.id LIMIT %s",
-                     [*params, list(ids), MAX_DISTANCE, candidates],
+                     f"WHERE nearest.{member} = ANY(%s) AND nearest.distance < %s",
+                     [*params, list(ids), MAX_DISTANCE],
                      setting=f"SET LOCAL hnsw.ef_search = {max(40, wanted)}")
 
 
@@ -109,7 +108,9 @@ def vector_ranking(scope: Scope, vector: list[float], candidates: int,
     if not scope.chunk_count:
         return []
     if nearest is not None and len(nearest) >= candidates:
-        return nearest
+        # sorted here: an ORDER BY around the index scan was taken as sorted already
+        # (incremental sort on the distance) where HNSW's order is only approximate
+        return sorted(nearest, key=lambda pair: (pair[1], pair[0]))[:candidates]
     rows = (Chunk.objects.filter(scope.chunks)
             .annotate(distance=CosineDistance("embedding", vector))
             .order_by("distance", "id").values_list("id", "distance")[:candidates])
