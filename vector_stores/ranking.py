@@ -12,9 +12,13 @@ file index, sorted; not the HNSW index); otherwise the HNSW index gives the tabl
 chunks, enough of them that about `candidates` should belong to the files (ef_search grown
 by the files' share of the table, 1.5 times; a share so small that this passes
 HNSW_MAX_CANDIDATES is searched exactly), those of the files are kept, and when fewer than
-`candidates` remain the files are searched exactly after all.
+`candidates` remain the files are searched exactly after all. The index's rows are kept
+to the scope in SQL and sorted in Python: HNSW's order is approximate, and an ORDER BY
+around the index scan was planned as already sorted on the distance (incremental sort).
 
-The text ranking is text_ranking.py's.
+The scope and the index's path are statements (statements.py), sent with the search's
+other statements in one round trip, and functions reading their rows. The text ranking
+is text_ranking.py's.
 """
 import math
 from dataclasses import dataclass

@@ -2,20 +2,20 @@
 query's words, by Postgres's `ts_rank` (`english` configuration), in tiers.
 
 The query's lexemes are Postgres's own (`to_tsvector('english', query)`: stemmed, stop words
-dropped, as the chunks' `tsv` was made). The ranking reads three tiers in turn and stops
-when it holds `candidates` chunks: the chunks holding every lexeme, then those holding at
-least two (an OR of every pair, for three lexemes or more), then those holding any; each
-tier is ranked by `ts_rank`, ties by chunk id, and a chunk is ranked in its first tier only.
+dropped, as the chunks' `tsv` was made). The ranking reads the chunks holding two or more
+of them (an OR of every pair; those holding all of them first, ranked as the all-words
+query ranks them), then, if that is fewer than `candidates`, those holding any; each tier
+in `ts_rank` order, ties by chunk id, a chunk ranked in its first tier only. Each tier
+ranks at most TEXT_MATCHES_RANKED matches (the first the GIN index finds).
 
-The tiers follow `ts_rank`'s own order (no corpus statistics: a lexeme present once counts
-0.061, however often at most 0.1, so two lexemes outrank any one) and let the ranking read
-few rows: `ts_rank` reads each match's row, and any word of a query of common words
-matches a good part of a large store. The last tier ranks at most TEXT_MATCHES_RANKED
-matches (the first the GIN index finds). The former two tiers (all words, then any word,
-2,000 matches each) read ~2,000 rows for most queries; with the middle tier the ranking
-is 1.56x faster at p50 and nearer the full `ts_rank` order of every match: the same top 10
-on 100 queries of 100 of 100 (before: 8.5 of 10 on average), the same top 40 on 85
-(before: 20) (100 queries on 100,000 chunks, paired; bench/README.md).
+The tiers follow `ts_rank`'s own order (no corpus statistics: a lexeme counts 0.061 once,
+at most 0.1 however often, so two lexemes outrank any one) and let the ranking read few
+rows: `ts_rank` reads each match's row, and any word of a query of common words matches a
+good part of a large store. Before (all words, then any word, 2,000 matches ranked): the
+text ranking 1.82x slower at p50 without a filter (1.10x with `eq`, 0.94x with `and`), and
+further from the full `ts_rank` order of every match: its top 10 the same on 100 of 100
+queries now, 8.5 of 10 on average before (100 queries on 100,000 chunks, paired;
+bench/README.md).
 """
 from itertools import combinations
 
