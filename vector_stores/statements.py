@@ -5,6 +5,9 @@ autocommit). A search's independent reads go out together: under a load average 
 this 2-core machine each round trip cost ~3-5 ms of waiting for a core (3.4 ms the stores'
 check, 4.4 ms the files' read, at p50), ~1 ms at a load of ~1.4 (bench/README.md).
 
+It needs client-side binding (Django's default for psycopg 3; `server_side_binding` in the
+database OPTIONS would refuse several statements with parameters in one string).
+
 A statement may carry a `setting` (`SET LOCAL ...`) run just before it, in the same
 transaction: it holds for the statements after it in the same string, and ends with it.
 """
