@@ -102,10 +102,8 @@ def test_the_vector_ranking_runs_on_the_hnsw_index(alice, settings):
     settings.VECTOR_SEARCH_EXACT_MAX_CHUNKS = 0  # the index's path even for five chunks
     with connection.cursor() as cursor:  # a tiny table is sorted, not searched, unless
         cursor.execute("SET LOCAL enable_sort = off")  # sorting costs too much
-    from pgvector.django import CosineDistance
-    query = (Chunk.objects  # the index's query of ranking._by_index
-             .annotate(distance=CosineDistance("embedding", fake_embedding("brown butter")))
-             .order_by("distance").values_list("id", "distance", "store_file_id")[:60])
+    from vector_stores.ranking import index_scan
+    query = index_scan(fake_embedding("brown butter"), 60)  # the index's query of the ranking
     assert "Index Scan using vector_store_chunks_hnsw" in query.explain()
     results = search_stores(alice.id, [store_id], "brown butter",
                             ranking_options={"ranker": "none"})

@@ -12,128 +12,121 @@ file index, sorted; not the HNSW index); otherwise the HNSW index gives the tabl
 chunks, enough of them that about `candidates` should belong to the files (ef_search grown
 by the files' share of the table, 1.5 times; a share so small that this passes
 HNSW_MAX_CANDIDATES is searched exactly), those of the files are kept, and when fewer than
-`candidates` remain the files are searched exactly after all.
+`candidates` remain the files are searched exactly after all. The index's rows are kept
+to the scope in SQL and sorted in Python: HNSW's order is approximate, and an ORDER BY
+around the index scan was planned as already sorted on the distance (incremental sort).
 
-The text ranking ranks the chunks holding all the query's words first, then those holding
-any; each of the two ranks at most TEXT_MATCHES_RANKED matches (the first the GIN index
-finds): `ts_rank` reads every match, and a query of common words matches a good part of a
-large store (48 ms for ~15,000 matches of 100,000 chunks, loaded machine).
+The scope and the index's path are statements (statements.py), sent with the search's
+other statements in one round trip, and functions reading their rows. The text ranking
+is text_ranking.py's.
 """
 import math
-import re
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.contrib.postgres.search import SearchQuery, SearchRank
-from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import Q, Sum
 from pgvector.django import CosineDistance
 
 from .models import Chunk, VectorStoreFile
+from .statements import Statement, run_together
 
 RRF_K = 60
 HNSW_MAX_CANDIDATES = 1000
-TEXT_MATCHES_RANKED = 2000
 MAX_DISTANCE = 1.0  # a chunk no closer than orthogonal shares nothing with the query
-WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
 class Scope:
-    """The files a search may return: {pk: chunk count}, and the Q naming their chunks
-    (by store when no filter narrowed them: an IN list of 1,000 file ids cost the text
-    ranking 1.39x its time, paired runs on 100,000 chunks)."""
+    """The chunks a search may return: those of its stores' completed files, or of
+    `file_ids` alone when a filter narrowed them, and how many they are. Their chunks are
+    named by store when no filter narrowed them: an IN list of 1,000 file ids cost the
+    text ranking 1.39x its time (paired runs on 100,000 chunks)."""
 
-    files: dict[int, int]
-    chunks: Q
+    store_ids: list[str]
+    file_ids: list[int] | None
+    chunk_count: int
+
+    @property
+    def narrowed(self) -> bool:
+        """Whether a filter left out some of the stores' files."""
+        return self.file_ids is not None
+
+    @property
+    def chunks(self) -> Q:
+        """The Q naming the scope's chunks."""
+        return Q(store_file_id__in=self.file_ids) if self.narrowed else self.stores
+
+    @property
+    def stores(self) -> Q:
+        """The Q naming every chunk of the scope's stores."""
+        return Q(store_id__in=self.store_ids)
 
 
-def searched_files(store_ids: list[str], where) -> Scope:
-    """The completed files of the stores passing the attribute filter."""
+def files_statement(store_ids: list[str], where) -> Statement:
+    """The statement reading the scope: the completed files of the stores passing the
+    attribute filter (pk, chunk count), or without a filter their chunks' total (the 1,000
+    files' rows read one by one: the hybrid search 1.33x slower at p50 with the steps of
+    that commit, bench/README.md)."""
     files = VectorStoreFile.objects.filter(store_id__in=store_ids, status="completed")
     if where is None:
-        return Scope(dict(files.values_list("pk", "chunk_count")), Q(store_id__in=store_ids))
-    found = dict(files.filter(where).values_list("pk", "chunk_count"))
-    return Scope(found, Q(store_file_id__in=list(found)))
+        return Statement.of(files.order_by().values("status")
+                            .annotate(total=Sum("chunk_count")).values_list("total"))
+    return Statement.of(files.filter(where).values_list("pk", "chunk_count"))
 
 
-def vector_ranking(scope: Scope, vector: list[float],
-                   candidates: int) -> list[tuple[int, float]]:
-    """The `candidates` chunks of the scope nearest the query's vector: (id, distance)."""
-    if not scope.files:
+def searched_files(store_ids: list[str], where, rows: list[tuple]) -> Scope:
+    """The scope from files_statement's rows."""
+    if where is None:
+        return Scope(store_ids, None, sum(total for total, in rows))
+    return Scope(store_ids, [pk for pk, _ in rows], sum(count for _, count in rows))
+
+
+TABLE_ROWS = Statement("SELECT reltuples FROM pg_class WHERE relname = %s",
+                       [Chunk._meta.db_table])  # the planner's estimate (no count)
+
+
+def nearest_statement(scope: Scope, vector: list[float], candidates: int,
+                      table_rows: list[tuple]) -> Statement | None:
+    """The statement of the HNSW index's path (TABLE_ROWS's rows given), or None where the
+    scope is searched exactly."""
+    if scope.chunk_count <= settings.VECTOR_SEARCH_EXACT_MAX_CHUNKS:
+        return None
+    rows = max(1.0, table_rows[0][0]) if table_rows else 1.0
+    wanted = math.ceil(1.5 * candidates * rows / scope.chunk_count)
+    if wanted > HNSW_MAX_CANDIDATES:
+        return None
+    sql, params = index_scan(vector, wanted).query.sql_with_params()
+    member, ids = ("store_file_id", scope.file_ids) if scope.narrowed \
+        else ("store_id", scope.store_ids)  # kept in the query, not all `wanted` to Python
+    return Statement(f"SELECT nearest.id, nearest.distance FROM ({sql}) AS nearest "
+                     f"WHERE nearest.{member} = ANY(%s) AND nearest.distance < %s",
+                     [*params, list(ids), MAX_DISTANCE],
+                     setting=f"SET LOCAL hnsw.ef_search = {max(40, wanted)}")
+
+
+def vector_ranking(scope: Scope, vector: list[float], candidates: int,
+                   nearest: list[tuple] | None) -> list[tuple[int, float]]:
+    """The `candidates` chunks of the scope nearest the query's vector: (id, distance);
+    `nearest` the rows of nearest_statement (None where it was None): fewer than
+    `candidates` and the scope is searched exactly after all."""
+    if not scope.chunk_count:
         return []
-    chunks = sum(scope.files.values())
-    if chunks > settings.VECTOR_SEARCH_EXACT_MAX_CHUNKS:
-        wanted = math.ceil(1.5 * candidates * _table_rows() / chunks)
-        if wanted <= HNSW_MAX_CANDIDATES:
-            nearest = _by_index(scope.files, vector, candidates, wanted)
-            if len(nearest) >= candidates:
-                return nearest
-    return _exact(scope, vector, candidates)
+    if nearest is not None and len(nearest) >= candidates:
+        # sorted here: an ORDER BY around the index scan was taken as sorted already
+        # (incremental sort on the distance) where HNSW's order is only approximate
+        return sorted(nearest, key=lambda pair: (pair[1], pair[0]))[:candidates]
+    rows = (Chunk.objects.filter(scope.chunks)
+            .annotate(distance=CosineDistance("embedding", vector))
+            .order_by("distance", "id").values_list("id", "distance")[:candidates])
+    [exact] = run_together(Statement.of(rows, "SET LOCAL enable_indexscan = off"))
+    return [(chunk_id, distance) for chunk_id, distance in exact if distance < MAX_DISTANCE]
 
 
-def _exact(scope, vector, candidates) -> list[tuple[int, float]]:
-    with transaction.atomic():
-        with connection.cursor() as cursor:  # not the HNSW index (it would filter after)
-            cursor.execute("SET LOCAL enable_indexscan = off")
-        rows = (Chunk.objects.filter(scope.chunks)
-                .annotate(distance=CosineDistance("embedding", vector))
-                .order_by("distance", "id").values_list("id", "distance")[:candidates])
-        return [(chunk_id, distance) for chunk_id, distance in rows if distance < MAX_DISTANCE]
-
-
-def _by_index(files, vector, candidates, wanted) -> list[tuple[int, float]]:
-    with transaction.atomic():
-        with connection.cursor() as cursor:  # SET LOCAL: this transaction only
-            cursor.execute(f"SET LOCAL hnsw.ef_search = {max(40, wanted)}")
-        rows = (Chunk.objects.annotate(distance=CosineDistance("embedding", vector))
-                .order_by("distance").values_list("id", "distance", "store_file_id")[:wanted])
-        nearest = [(chunk_id, distance) for chunk_id, distance, file_pk in rows
-                   if file_pk in files and distance < MAX_DISTANCE]
-    nearest.sort(key=lambda pair: (pair[1], pair[0]))
-    return nearest[:candidates]
-
-
-def _table_rows() -> float:
-    """The chunk table's row count as the planner estimates it (no count)."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = %s",
-                       [Chunk._meta.db_table])
-        row = cursor.fetchone()
-    return max(1.0, row[0]) if row else 1.0
-
-
-def text_ranking(scope: Scope, query: str, candidates: int) -> list[int]:
-    """The `candidates` chunks of the scope best matching the query's words: those
-    holding all of them first, then those holding any."""
-    words = WORD.findall(query.lower())
-    if not words or not scope.files:
-        return []
-    ranked = _ranked_matches(scope, " & ".join(words), candidates)
-    if len(ranked) < candidates and len(words) > 1:
-        seen = set(ranked)
-        ranked += [chunk_id for chunk_id in _ranked_matches(scope, " | ".join(words),
-                                                            candidates)
-                   if chunk_id not in seen][:candidates - len(ranked)]
-    return ranked
-
-
-def _ranked_matches(scope: Scope, raw_query: str, candidates: int) -> list[int]:
-    """The best `candidates` of the first TEXT_MATCHES_RANKED matches, ranked in the scan
-    that finds them and sorted around it. Ranking them around a subquery of their ids read
-    each match's row twice (the scan, then by primary key): the text ranking 1.24-1.39x
-    slower at p50, the hybrid search 1.08-1.18x; sorting the pairs in Python instead of
-    SQL: 1.03-1.32x slower (100 queries on 100,000 chunks, alternating the order, the same
-    rankings; bench/README.md)."""
-    tsquery = SearchQuery(raw_query, search_type="raw", config="english")
-    matches = (Chunk.objects.filter(scope.chunks, tsv=tsquery)
-               .annotate(rank=SearchRank(F("tsv"), tsquery))
-               .values_list("id", "rank")[:TEXT_MATCHES_RANKED])
-    sql, params = matches.query.sql_with_params()
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT matches.id FROM ({sql}) AS matches "
-                       "ORDER BY matches.rank DESC, matches.id LIMIT %s", [*params, candidates])
-        return [chunk_id for chunk_id, in cursor.fetchall()]
+def index_scan(vector: list[float], wanted: int):
+    """The query of the HNSW index's `wanted` nearest chunks of the whole table."""
+    return (Chunk.objects.annotate(distance=CosineDistance("embedding", vector))
+            .order_by("distance").values_list("id", "distance", "store_id", "store_file_id")
+            [:wanted])
 
 
 def fused(*rankings: list[int]) -> dict[int, float]:

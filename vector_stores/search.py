@@ -5,8 +5,8 @@ attribute `filters`:
 - by the cosine distance of their embedding to the query's (pgvector: the HNSW index for
   large stores, an exact scan for small ones or selective filters); a chunk orthogonal to
   the query or further (distance >= 1) shares nothing with it and is left out;
-- by Postgres full-text search (`english` configuration, any of the query's words,
-  `ts_rank`).
+- by Postgres full-text search (`english` configuration, `ts_rank`: the chunks holding
+  all the query's words, then two or more, then any; text_ranking.py).
 They are fused by reciprocal rank (RRF, k=60): a chunk's score is the sum of 1/(60 + rank)
 over the rankings it is in, divided by the best possible sum (2/61), so 1.0 means first in
 both. `ranking_options.ranker`: `auto` or `default-2024-11-15` is that hybrid; `none` is the
@@ -25,7 +25,10 @@ from django.utils import timezone
 from .embedding import EmbeddingFailed, embed_texts
 from .filters import InvalidSearchRequest, filter_q
 from .models import Chunk, VectorStore
-from .ranking import fused, searched_files, text_ranking, vector_ranking
+from .ranking import (TABLE_ROWS, files_statement, fused, nearest_statement, searched_files,
+                      vector_ranking)
+from .statements import Statement, run_together
+from .text_ranking import first_statement, lexemes_statement, text_ranking
 
 __all__ = ["SearchResult", "VectorStoreNotFound", "InvalidSearchRequest", "EmbeddingFailed",
            "check_search", "search_stores"]
@@ -64,33 +67,49 @@ def check_search(tenant_id: int, vector_store_ids: list[str], *, max_num_results
 def search_stores(tenant_id: int, vector_store_ids: list[str], query: str, *,
                   max_num_results: int = 10, filters: dict | None = None,
                   ranking_options: dict | None = None) -> list[SearchResult]:
-    """The best chunks of the tenant's stores for `query`, best first."""
+    """The best chunks of the tenant's stores for `query`, best first. Three round trips
+    to Postgres where the rankings find enough (statements.py): the stores, their files,
+    the table's size and the query's lexemes; the two rankings; the results."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidSearchRequest("'query' must be a non-empty string.")
-    ranker, threshold, where = _checked(tenant_id, vector_store_ids, max_num_results, filters,
-                                        ranking_options)
-    store_ids = _touched(list(dict.fromkeys(vector_store_ids)))
+    ranker, threshold, where = _parameters(max_num_results, filters, ranking_options)
+    wanted = _store_ids(vector_store_ids)
+    stores, files, table_rows, lexemes = run_together(
+        _stores_statement(tenant_id, wanted), files_statement(wanted, where), TABLE_ROWS,
+        lexemes_statement(query))
+    _touched(_found(stores, wanted))
     [vector] = embed_texts([query])
-    scope = searched_files(store_ids, where)
+    scope = searched_files(wanted, where, files)
     candidates = max(MIN_CANDIDATES, 4 * max_num_results)
-    by_vector = vector_ranking(scope, vector, candidates)
+    by_text = first_statement(scope, lexemes, candidates) if ranker != "none" else None
+    by_vector = nearest_statement(scope, vector, candidates, table_rows)
+    rows = iter(run_together(*[s for s in (by_text, by_vector) if s is not None]))
+    first, nearest = (next(rows) if by_text else None), (next(rows) if by_vector else None)
+    vector_ranked = vector_ranking(scope, vector, candidates, nearest)
     if ranker == "none":
-        scores = {chunk_id: max(0.0, min(1.0, 1.0 - distance)) for chunk_id, distance in by_vector}
+        scores = {chunk_id: max(0.0, min(1.0, 1.0 - distance))
+                  for chunk_id, distance in vector_ranked}
     else:
-        scores = fused([chunk_id for chunk_id, _ in by_vector],
-                       text_ranking(scope, query, candidates))
+        scores = fused([chunk_id for chunk_id, _ in vector_ranked],
+                       text_ranking(scope, lexemes, candidates, first))
     ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
     ranked = [(chunk_id, score) for chunk_id, score in ranked if score >= threshold]
     return _results(ranked[:max_num_results])
 
 
 def _checked(tenant_id, vector_store_ids, max_num_results, filters, ranking_options):
+    _parameters(max_num_results, filters, ranking_options)
+    wanted = _store_ids(vector_store_ids)
+    [stores] = run_together(_stores_statement(tenant_id, wanted))
+    _found(stores, wanted)
+
+
+def _parameters(max_num_results, filters, ranking_options):
     if type(max_num_results) is not int or not 1 <= max_num_results <= MAX_RESULTS:
         raise InvalidSearchRequest(f"'max_num_results' must be an integer from 1 to "
                                    f"{MAX_RESULTS}.")
     ranker, threshold = _ranking(ranking_options)
     where = filter_q(filters, FILE_ATTRIBUTES) if filters is not None else None
-    _tenant_stores(tenant_id, vector_store_ids)
     return ranker, threshold, where
 
 
@@ -112,24 +131,36 @@ def _ranking(options) -> tuple[str, float]:
     return ranker, float(threshold)
 
 
-def _tenant_stores(tenant_id: int, store_ids) -> None:
+def _store_ids(store_ids) -> list[str]:
     if not isinstance(store_ids, list) or not store_ids \
             or not all(isinstance(store_id, str) for store_id in store_ids):
         raise InvalidSearchRequest("'vector_store_ids' must be a non-empty array of ids.")
-    wanted = list(dict.fromkeys(store_ids))
-    found = set(VectorStore.objects.filter(tenant_id=tenant_id, id__in=wanted)
-                .values_list("id", flat=True))
+    return list(dict.fromkeys(store_ids))
+
+
+def _stores_statement(tenant_id: int, wanted: list[str]) -> Statement:
+    return Statement.of(VectorStore.objects.filter(tenant_id=tenant_id, id__in=wanted)
+                        .values_list("id", "last_active_at"))
+
+
+def _found(rows: list[tuple], wanted: list[str]) -> dict:
+    """The named stores, {id: last_active_at}, or VectorStoreNotFound."""
+    found = dict(rows)
     for store_id in wanted:
         if store_id not in found:
             raise VectorStoreNotFound(store_id)
+    return {store_id: found[store_id] for store_id in wanted}
 
 
-def _touched(store_ids: list[str]) -> list[str]:
-    """The stores, their last_active_at now (written at most once a minute)."""
+def _touched(last_active: dict) -> list[str]:
+    """The stores' ids, their last_active_at now (written at most once a minute: the
+    UPDATE is sent only when one is older, not on every search)."""
     now = timezone.now()
-    VectorStore.objects.filter(id__in=store_ids, last_active_at__lt=now - ACTIVE_RESOLUTION) \
-        .update(last_active_at=now)
-    return store_ids
+    stale = [store_id for store_id, at in last_active.items() if at < now - ACTIVE_RESOLUTION]
+    if stale:
+        VectorStore.objects.filter(id__in=stale, last_active_at__lt=now - ACTIVE_RESOLUTION) \
+            .update(last_active_at=now)
+    return list(last_active)
 
 
 def _results(ranked: list[tuple[int, float]]) -> list[SearchResult]:

@@ -1,0 +1,113 @@
+"""The full-text ranking a hybrid search fuses: the chunks of its scope best matching the
+query's words, by Postgres's `ts_rank` (`english` configuration), in tiers.
+
+The query's lexemes are Postgres's own (`to_tsvector('english', query)`: stemmed, stop words
+dropped, as the chunks' `tsv` was made). The ranking reads the chunks holding two or more
+of them (an OR of every pair; those holding all of them first, ranked as the all-words
+query ranks them), then, if that is fewer than `candidates`, those holding any; each tier
+in `ts_rank` order, ties by chunk id, a chunk ranked in its first tier only. Each tier
+ranks at most TEXT_MATCHES_RANKED matches (the first the GIN index finds).
+
+The tiers follow `ts_rank`'s own order (no corpus statistics: a lexeme counts 0.061 once,
+at most 0.1 however often, so two lexemes outrank any one) and let the ranking read few
+rows: `ts_rank` reads each match's row, and any word of a query of common words matches a
+good part of a large store. Before (all words, then any word, 2,000 matches ranked): the
+text ranking 1.82x slower at p50 without a filter (1.10x with `eq`, 0.94x with `and`), and
+further from the full `ts_rank` order of every match: its top 10 the same on 100 of 100
+queries now, 8.5 of 10 on average before (100 queries on 100,000 chunks, paired;
+bench/README.md).
+"""
+from itertools import combinations
+
+from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.db.models import BooleanField, Case, F, FloatField, Value, When
+from django.db.models.expressions import CombinedExpression
+
+from .models import Chunk
+from .statements import Statement, run_together
+
+TEXT_MATCHES_RANKED = 2000
+
+
+def lexemes_statement(query: str) -> Statement:
+    """The statement of the query's lexemes as the chunks' full-text vectors hold them."""
+    return Statement("SELECT lexeme FROM unnest(to_tsvector('english', %s))", [query])
+
+
+def first_statement(scope, lexemes: list[tuple], candidates: int) -> Statement | None:
+    """The statement of the ranking's first tier (lexemes_statement's rows given): the
+    chunks holding all the query's lexemes, then two or more; None if nothing can match."""
+    terms = _terms(lexemes)
+    if not scope.chunk_count or not terms:
+        return None
+    every = " & ".join(terms)
+    if len(terms) == 1:
+        return _ranked_matches(scope, every, candidates)
+    two = " | ".join(f"({a} & {b})" for a, b in combinations(terms, 2))
+    return _ranked_matches(scope, two, candidates, first=every, by_store=True)
+
+
+def text_ranking(scope, lexemes: list[tuple], candidates: int,
+                 first: list[tuple] | None) -> list[int]:
+    """The `candidates` chunks of the scope (ranking.Scope) best matching the query's words:
+    those holding all of them first, then those holding two or more, then any; `first` the
+    rows of first_statement (None where it was None)."""
+    if first is None:
+        return []
+    ranked = [chunk_id for chunk_id, in first]
+    terms = _terms(lexemes)
+    if len(ranked) < candidates and len(terms) > 1:
+        seen = set(ranked)
+        [rows] = run_together(_ranked_matches(scope, " | ".join(terms),
+                                              candidates + len(ranked)))
+        ranked += [chunk_id for chunk_id, in rows
+                   if chunk_id not in seen][:candidates - len(ranked)]
+    return ranked
+
+
+def _terms(lexemes: list[tuple]) -> list[str]:
+    return [_quoted(lexeme) for lexeme, in lexemes]
+
+
+def _quoted(lexeme: str) -> str:
+    """A lexeme as a tsquery operand, taken as it is (the `simple` configuration only
+    lowercases, and a lexeme is lowercase already)."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _ranked_matches(scope, raw_query: str, candidates: int, first: str | None = None,
+                    by_store: bool = False) -> Statement:
+    """The statement of the best `candidates` of the first TEXT_MATCHES_RANKED matches (those matching
+    `first` before the others), ranked in the scan that finds them and sorted around it.
+    Ranking them around a subquery of their ids read each match's row twice (the scan, then
+    by primary key): the text ranking 1.24-1.39x slower at p50, the hybrid search
+    1.08-1.18x; sorting the pairs in Python instead of SQL: 1.03-1.32x slower (100 queries
+    on 100,000 chunks, alternating the order, the same rankings; bench/README.md).
+
+    `by_store`, for a query matching few chunks: the matches are found in the stores and
+    those of the scope's files kept after; the files named in the scan made the planner
+    intersect the GIN index's matches with the file index's rows for every file (3.3 of
+    the 4.6 ms of a two-word tier's query on 12,000 chunks of 100,000)."""
+    tsquery = SearchQuery(raw_query, search_type="raw", config="simple")
+    rank, tier = SearchRank(F("tsv"), tsquery), Value(False)
+    if first:  # those ranked as the query of all the words ranks them (ts_rank's AND)
+        every = SearchQuery(first, search_type="raw", config="simple")
+        tier = _matching(every)
+        rank = Case(When(tier, then=SearchRank(F("tsv"), every)), default=rank,
+                    output_field=FloatField())
+    where = scope.stores if by_store else scope.chunks
+    matches = (Chunk.objects.filter(where, tsv=tsquery)
+               .annotate(rank=rank, tier=tier)
+               .values_list("id", "rank", "tier", "store_file_id")[:TEXT_MATCHES_RANKED])
+    sql, params = matches.query.sql_with_params()
+    kept, files = "", []
+    if by_store and scope.narrowed:
+        kept, files = "WHERE matches.store_file_id = ANY(%s) ", [scope.file_ids]
+    return Statement(f"SELECT matches.id FROM ({sql}) AS matches {kept}ORDER BY "
+                     "matches.tier DESC, matches.rank DESC, matches.id LIMIT %s",
+                     [*params, *files, candidates])
+
+
+def _matching(tsquery: SearchQuery) -> CombinedExpression:
+    """Whether a chunk's full-text vector matches `tsquery` (a boolean column)."""
+    return CombinedExpression(F("tsv"), "@@", tsquery, output_field=BooleanField())
