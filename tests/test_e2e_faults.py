@@ -145,6 +145,11 @@ def test_a_read_only_database_answers_503_and_stores_nothing(cluster):
     with cluster.client(cluster.webs[0]) as client:
         sessions_read_only(True)
         try:
+            # pg_reload_conf only signals the postmaster, which re-reads the file and signals
+            # every session when it next runs: wait until the web meets the read-only setting
+            wait_for(lambda: client.post("/responses", json={
+                "model": "fake-text", "background": True, "input": "probe"}).status_code == 503,
+                "the reload to reach the web's sessions", timeout=30)
             # background: the web writes the row itself (a foreground run may carry its row
             # to the worker, which retries its claim until the database takes it)
             answers = [client.post("/responses", json={"model": "fake-text", "background": True,
@@ -219,8 +224,10 @@ def test_workers_cut_silently_from_postgres_run_the_response_once_it_is_back(clu
         for worker in cluster.workers:
             worker.drop(database, POSTGRES_PORT)
         try:
-            created = client.post("/responses", json={
-                "model": "fake-text", "input": "workers cut", "background": True}).json()
+            answer = client.post("/responses", json={
+                "model": "fake-text", "input": "workers cut", "background": True})
+            assert answer.status_code == 200, answer.text
+            created = answer.json()
             assert created["status"] == "queued"
             wait_for(lambda: "crashed" in "".join(cluster.log(w) for w in cluster.workers),
                      "a worker's claim to fail (and give the run back)", timeout=60)
