@@ -1,6 +1,7 @@
 """pgvector >= 0.8's iterative HNSW scans against the over-fetch, paired (bench/README.md).
 
-    .venv/bin/python -m bench.iterative_scans --database-url postgres://postgres@127.0.0.1:5432/bench_vectors08
+    .venv/bin/python -m bench.iterative_scans \
+        --database-url postgres://postgres@127.0.0.1:5432/bench_vectors08
     .venv/bin/python -m bench.iterative_scans            # pgserver's pgvector 0.6.2: both "off"
 
 On the store of bench/vector_stores.py (`--chunks`, loaded there first, or here when
@@ -10,7 +11,8 @@ missing), each case of it (hybrid and vector-only; no filter, `eq`, `and`) runs
 pgvector), which one first alternating query by query. p50 / p99 of each, the p50 ratio,
 the fewest results a search returned, and the quality: how many of the top results each
 has of the exact ranking's scores (vector-only: every chunk of the scope compared; scores,
-not chunks, as the fake embeddings tie often), and how many results on and off share. The load average before and after.
+not chunks, as the fake embeddings tie often), how many results on and off share, and the
+load average.
 """
 import argparse
 import os

@@ -3,8 +3,9 @@
     .venv/bin/python -m bench.vector_stores                 # both parts, defaults below
     .venv/bin/python -m bench.vector_stores --chunks 100000 --queries 300 --pages 1000
 
-Runs on the embedded PostgreSQL (pgserver ships pgvector) in its own data directory
-(`--pgdata`, default /tmp/gateway-bench-vectors/pgdata, reused between runs), with the fake
+Runs on the embedded PostgreSQL (pgserver ships pgvector 0.6.2) in its own data directory
+(`--pgdata`, default /tmp/gateway-bench-vectors/pgdata, reused between runs), or on the
+database of `--database-url` (created when missing; its server's pgvector), with the fake
 upstream's deterministic embeddings (tests/fake_upstream.py, a process of its own) at
 `--dims` dimensions (EMBEDDING_DIMENSIONS; 256 by default to keep a 100,000-chunk HNSW
 build within minutes on 2 cores; 1536 is the deployment default).
