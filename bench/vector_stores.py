@@ -3,8 +3,9 @@
     .venv/bin/python -m bench.vector_stores                 # both parts, defaults below
     .venv/bin/python -m bench.vector_stores --chunks 100000 --queries 300 --pages 1000
 
-Runs on the embedded PostgreSQL (pgserver ships pgvector) in its own data directory
-(`--pgdata`, default /tmp/gateway-bench-vectors/pgdata, reused between runs), with the fake
+Runs on the embedded PostgreSQL (pgserver ships pgvector 0.6.2) in its own data directory
+(`--pgdata`, default /tmp/gateway-bench-vectors/pgdata, reused between runs), or on the
+database of `--database-url` (created when missing; its server's pgvector), with the fake
 upstream's deterministic embeddings (tests/fake_upstream.py, a process of its own) at
 `--dims` dimensions (EMBEDDING_DIMENSIONS; 256 by default to keep a 100,000-chunk HNSW
 build within minutes on 2 cores; 1536 is the deployment default).
@@ -57,6 +58,9 @@ def start_fake_upstream(log: Path) -> tuple[subprocess.Popen, str]:
 def setup_django(args, upstream_url: str) -> None:
     os.environ.pop("DATABASE_URL", None)
     os.environ.pop("REDIS_URL", None)
+    if args.database_url:
+        create_database(args.database_url)
+        os.environ["DATABASE_URL"] = args.database_url
     os.environ["EMBEDDED_PGDATA"] = args.pgdata
     os.environ["EMBEDDING_DIMENSIONS"] = str(args.dims)
     os.environ["EMBEDDING_REQUEST_DIMENSIONS"] = "true"
@@ -71,6 +75,18 @@ def setup_django(args, upstream_url: str) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+
+
+def create_database(url: str) -> None:
+    """The database of `url` on its server, created when missing (the server's pgvector
+    is what `migrate`'s CREATE EXTENSION then installs in it)."""
+    import psycopg
+    from psycopg import sql
+
+    name = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
+    with psycopg.connect(url, dbname="postgres", autocommit=True) as admin:
+        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
 
 def tenant():
@@ -208,6 +224,9 @@ def bench_search(args, store_id: str) -> list[dict]:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pgdata", default="/tmp/gateway-bench-vectors/pgdata")
+    parser.add_argument("--database-url", default="",
+                        help="run on this server's database instead (created if missing), "
+                             "e.g. postgres://postgres@127.0.0.1:5432/bench_vectors08")
     parser.add_argument("--dims", type=int, default=256)
     parser.add_argument("--pages", type=int, default=1000)
     parser.add_argument("--chunks", type=int, default=100_000)

@@ -386,6 +386,10 @@ EMBEDDED_INGESTION_THREADS = env.int("EMBEDDED_INGESTION_THREADS", default=2)
 # Stores of at most this many chunks (together) are searched exactly, larger ones by the
 # HNSW index (vector_stores/search.py).
 VECTOR_SEARCH_EXACT_MAX_CHUNKS = env.int("VECTOR_SEARCH_EXACT_MAX_CHUNKS", default=10_000)
+# pgvector >= 0.8: an iterative HNSW scan visits at most about this many chunks
+# (hnsw.max_scan_tuples) before the search falls back to the exact one (ranking.py);
+# 0: no iterative scans (the over-fetch of older pgvector).
+VECTOR_SEARCH_MAX_SCAN_TUPLES = env.int("VECTOR_SEARCH_MAX_SCAN_TUPLES", default=20_000)
 CELERY_BEAT_SCHEDULE["requeue-stalled-ingestion"] = {
     "task": "vector_stores.requeue_stalled_ingestion", "schedule": 60.0,
     "options": {"expires": 60.0}}

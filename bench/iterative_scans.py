@@ -1,0 +1,138 @@
+"""pgvector >= 0.8's iterative HNSW scans against the over-fetch, paired (bench/README.md).
+
+    .venv/bin/python -m bench.iterative_scans \
+        --database-url postgres://postgres@127.0.0.1:5432/bench_vectors08
+    .venv/bin/python -m bench.iterative_scans            # pgserver's pgvector 0.6.2: both "off"
+
+On the store of bench/vector_stores.py (`--chunks`, loaded there first, or here when
+missing), each case of it (hybrid and vector-only; no filter, `eq`, `and`) runs
+`search_stores` on the same `--queries` queries twice per query: with iterative scans
+(VECTOR_SEARCH_MAX_SCAN_TUPLES at its setting) and without (0: the over-fetch of older
+pgvector), which one first alternating query by query. p50 / p99 of each, the p50 ratio,
+the fewest results a search returned, and the quality: how many of the top results each
+has of the exact ranking's scores (vector-only: every chunk of the scope compared; scores,
+not chunks, as the fake embeddings tie often), how many results on and off share, and the
+load average.
+"""
+import argparse
+import os
+import random
+import statistics
+import time
+from collections import Counter
+from pathlib import Path
+
+from bench.vector_stores import (CASES, CONTENT_WORDS, load_chunks, setup_django,
+                                 start_fake_upstream, tenant, words)
+
+
+def key(results) -> list[tuple]:
+    return [(result.file_id, result.content[0]["text"], result.score) for result in results]
+
+
+def shared(a: list, b: list) -> int:
+    """How many results `a` and `b` share."""
+    return len(set(a) & set(b))
+
+
+def same_scores(a: list, b: list) -> int:
+    """How many of `a`'s scores `b` has too: the hashed bag-of-words embeddings tie often
+    (many chunks at one distance), and which of the tied chunks a ranking returns is
+    arbitrary (the exact one breaks ties by id, the index by its graph)."""
+    return sum((Counter(score for *_, score in a) & Counter(score for *_, score in b)).values())
+
+
+def percentile(times: list[float], share: float) -> float:
+    ordered = sorted(times)
+    return round(ordered[int(share * (len(ordered) - 1))], 1)
+
+
+def bench_pairs(args, store_id: str) -> list[dict]:
+    from django.conf import settings
+
+    from vector_stores.search import search_stores
+
+    scan_tuples = settings.VECTOR_SEARCH_MAX_SCAN_TUPLES
+    owner = tenant()
+    rng = random.Random(3)
+    queries = [words(rng, rng.randint(3, 5), CONTENT_WORDS) for _ in range(args.queries)]
+    rows = []
+    for ranker in ("auto", "none"):
+        for case, filters in CASES.items():
+            def search(query, tuples):
+                settings.VECTOR_SEARCH_MAX_SCAN_TUPLES = tuples
+                started = time.perf_counter()
+                results = search_stores(owner.id, [store_id], query, filters=filters,
+                                        ranking_options={"ranker": ranker})
+                return 1000 * (time.perf_counter() - started), key(results)
+
+            for query in queries[:10]:  # warm-up
+                search(query, scan_tuples), search(query, 0)
+            times = {"on": [], "off": []}
+            found = {"on": [], "off": []}
+            for n, query in enumerate(queries):
+                order = ("on", "off") if n % 2 == 0 else ("off", "on")
+                for mode in order:
+                    took, results = search(query, scan_tuples if mode == "on" else 0)
+                    times[mode].append(took)
+                    found[mode].append(results)
+            settings.VECTOR_SEARCH_MAX_SCAN_TUPLES = scan_tuples
+            row = {"ranker": ranker, "case": case, "load": os.getloadavg()[0]}
+            for mode in ("on", "off"):
+                row[mode] = (round(statistics.median(times[mode]), 1),
+                             percentile(times[mode], 0.99))
+                row[f"results_min_{mode}"] = min(len(found_) for found_ in found[mode])
+            row["p50_ratio"] = round(row["off"][0] / row["on"][0], 2)
+            row["on_off_shared"] = sum(shared(a, b) for a, b in zip(found["on"], found["off"]))
+            if ranker == "none":
+                exact = exact_results(owner.id, store_id, queries, filters)
+                for mode in ("on", "off"):
+                    row[f"exact_scores_{mode}"] = sum(
+                        same_scores(a, b) for a, b in zip(found[mode], exact))
+            row["of"] = sum(len(results) for results in found["on"])
+            rows.append(row)
+            print(row, flush=True)
+    return rows
+
+
+def exact_results(tenant_id: int, store_id: str, queries: list[str], filters) -> list[list]:
+    """Each query's vector-only results with every chunk of the scope compared."""
+    from django.conf import settings
+
+    from vector_stores.search import search_stores
+
+    exact_max = settings.VECTOR_SEARCH_EXACT_MAX_CHUNKS
+    settings.VECTOR_SEARCH_EXACT_MAX_CHUNKS = 10**9
+    try:
+        return [key(search_stores(tenant_id, [store_id], query, filters=filters,
+                                  ranking_options={"ranker": "none"})) for query in queries]
+    finally:
+        settings.VECTOR_SEARCH_EXACT_MAX_CHUNKS = exact_max
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--pgdata", default="/tmp/gateway-bench-vectors/pgdata")
+    parser.add_argument("--database-url", default="")
+    parser.add_argument("--dims", type=int, default=256)
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=100)
+    args = parser.parse_args(argv)
+    Path(args.pgdata).parent.mkdir(parents=True, exist_ok=True)
+    upstream, url = start_fake_upstream(Path(args.pgdata).parent / "fake_upstream.log")
+    try:
+        setup_django(args, url)
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            print("pgvector", cursor.fetchone()[0], "load", os.getloadavg(), flush=True)
+        bench_pairs(args, load_chunks(args))
+        print("load", os.getloadavg(), flush=True)
+    finally:
+        upstream.terminate()
+        upstream.wait(10)
+
+
+if __name__ == "__main__":
+    main()
