@@ -2,10 +2,10 @@
 
 This module owns the machine: which output item is open (a text segment, tool calls, MCP
 calls awaiting results), the transitions between them, and the response's own lifecycle.
-The items and their events are built in `text_items` (message and reasoning), `tool_items`
-(function calls, MCP approval requests), `custom_tools` (custom tool calls),
-`client_tool_calls` (shell, local shell and apply_patch calls) and
-`mcp_events` (MCP calls and tool lists); the content part kinds are in `part_kinds`.
+Which item a tool call becomes is `call_kinds`; the items and their events are built in
+`text_items` (message and reasoning), `tool_items` (function calls, MCP approval requests),
+`custom_tools`, `client_tool_calls` (shell, local shell, apply_patch) and `mcp_events`
+(MCP calls and tool lists); the content part kinds are in `part_kinds`.
 
 `start()` opens the response, `feed(chunk)` turns one decoded chunk into events, `finish()`
 closes whatever is open and ends the response (`finish("steered")`: incomplete, as a
@@ -16,8 +16,8 @@ as dicts without sequence numbers (the EventStamper numbers them, in one place).
 response object is kept current, so the terminal event carries the full response.
 
 A response may span several upstream turns (gateway-run MCP and hosted tools): `end_turn()`
-closes the turn's items and hands back the calls to run, `mcp_call_done()` closes each MCP
-call with its result, `hosted_searching()` / `hosted_call_done()` a hosted one, and the next
+closes the turn's items and hands back the calls to run, the steps of `gateway_tool_steps`
+(inherited) close each with its result, and the next
 turn's chunks are fed to the same translator, so output indexes and items continue. A call
 to an MCP tool becomes an `mcp_call` item (or, when it needs approval, an
 `mcp_approval_request` item); a call to a hosted tool a `web_search_call` or
@@ -30,12 +30,10 @@ item dicts they point at keep changing until their `output_item.done`.
 import time
 from dataclasses import dataclass, field
 
-from . import hosted_items, mcp_events, text_items, tool_items, tool_search_items
+from . import call_kinds, mcp_events, text_items, tool_items
 from .citations import annotations_for
-from .client_tool_calls import (
-    ADDED_WHEN_DONE, CLIENT_TOOL_ITEMS, client_call_item, close_client_tool_call,
-)
-from .custom_tools import custom_call_item
+from .client_tool_calls import ADDED_WHEN_DONE, CLIENT_TOOL_ITEMS, close_client_tool_call
+from .gateway_tool_steps import HOSTED_ITEM_TYPES, GatewayToolSteps
 from .part_kinds import OUTPUT_TEXT, REASONING_SUMMARY, REASONING_TEXT, REFUSAL
 from .text_items import TextSegment
 from .tool_items import McpToolTarget, ToolCall
@@ -43,7 +41,6 @@ from .usage import sum_chat_usage, usage_from_chat
 
 __all__ = ["McpToolTarget", "ResponseTranslator", "TranslatorOptions"]
 
-HOSTED_ITEM_TYPES = {item_type: kind for kind, item_type in hosted_items.ITEM_TYPES.items()}
 FINISH_INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
 
 
@@ -71,7 +68,7 @@ class TranslatorOptions:
     now: "callable" = time.time
 
 
-class ResponseTranslator:
+class ResponseTranslator(GatewayToolSteps):
     def __init__(self, response: dict, options: TranslatorOptions):
         self.response = response
         self.options = options
@@ -158,71 +155,6 @@ class ResponseTranslator:
             self._usage = None
         return events, to_run
 
-    def open_mcp_call(self, server_label: str, name: str, arguments: str,
-                      approval_request_id: str | None) -> tuple[list[dict], dict]:
-        """An MCP call the gateway makes on its own (an approved request): its item, opened."""
-        item = mcp_events.new_call_item(self.options.ids("mcp"), server_label, name,
-                                        approval_request_id)
-        events: list[dict] = []
-        call = ToolCall(item=item, output_index=self._add_item(events, item, dict(item)),
-                        pieces=[arguments])
-        events.append(mcp_events.call_in_progress(item, call.output_index))
-        if arguments:
-            events.append(mcp_events.arguments_delta(item, call.output_index, arguments))
-        item["arguments"] = arguments
-        events.append(mcp_events.arguments_done(item, call.output_index))
-        self._running[item["id"]] = call
-        return events, item
-
-    def mcp_call_done(self, item: dict, output: str | None = None,
-                      error: dict | None = None) -> list[dict]:
-        """The result of a running MCP call: `.completed` with output or `.failed` with error."""
-        call = self._running.pop(item["id"])
-        return mcp_events.call_done(item, call.output_index, output, error)
-
-    def hosted_searching(self, item: dict) -> tuple[list[dict], str, list[str]]:
-        """A hosted call's search starts: its `.searching` event, its kind and queries."""
-        call = self._running[item["id"]]
-        kind = HOSTED_ITEM_TYPES[item["type"]]
-        queries = hosted_items.queries_of(kind, "".join(call.pieces))
-        hosted_items.searching(item, kind, queries)
-        return [hosted_items.progress_event(item, call.output_index, "searching")], kind, queries
-
-    def hosted_call_done(self, item: dict, results: list | None,
-                         error: str | None = None) -> tuple[list[dict], str]:
-        """A hosted call's results (or why it failed): its closing events, and the text the
-        model is given, its results numbered after those it was given before."""
-        call = self._running.pop(item["id"])
-        kind = HOSTED_ITEM_TYPES[item["type"]]
-        first = len(self.citation_sources) + 1
-        for number, result in enumerate(results or (), first):
-            self.citation_sources[number] = result
-        hosted_items.finish(item, kind, results, self.options.hosted_include,
-                            failed=error is not None)
-        queries = ([item["action"]["query"]] if kind == hosted_items.WEB_SEARCH
-                   else item["queries"])
-        text = hosted_items.result_text(kind, queries, results, first, error)
-        return hosted_items.done_events(item, call.output_index), text
-
-    def tool_search_done(self, tools: list[dict]) -> list[dict]:
-        """The gateway's tool search found `tools`: its `tool_search_output` item's events."""
-        item = tool_search_items.output_item(self.options.ids, tools)
-        return tool_search_items.output_events(item, self._add_item_index(item))
-
-    def open_list_tools(self, server_label: str) -> tuple[list[dict], dict]:
-        """An `mcp_list_tools` item, in progress."""
-        item = {"id": self.options.ids("mcpl"), "type": "mcp_list_tools",
-                "server_label": server_label, "tools": []}
-        events: list[dict] = []
-        output_index = self._add_item(events, item, {**item, "tools": []})
-        events.append(mcp_events.list_tools_in_progress(item, output_index))
-        return events, item
-
-    def list_tools_done(self, item: dict, tools: list[dict] | None,
-                        error: str | None = None) -> list[dict]:
-        output_index = self.response["output"].index(item)
-        return mcp_events.list_tools_done(item, output_index, tools, error)
-
     @property
     def streams_client_call(self) -> bool:
         """Whether a call the client must answer is streaming (the turn ends with it)."""
@@ -307,36 +239,12 @@ class ResponseTranslator:
             # a hosted call's arguments stream no events: its query shows when it searches
 
     def _open_call(self, events, piece, upstream_name) -> ToolCall:
-        hosted = self.options.hosted_tools.get(upstream_name)
-        if hosted is not None:
-            item = hosted_items.new_item(hosted, self.options.ids)
-            call = ToolCall(item=item, output_index=self._add_item(
-                events, item, hosted_items.added_snapshot(item)))
-            events.append(hosted_items.progress_event(item, call.output_index, "in_progress"))
-            return call
-        mcp = self.options.mcp_tools.get(upstream_name)
-        if mcp is not None and mcp.needs_approval:
-            item = tool_items.approval_request_item(self.options.ids("mcpr"), mcp)
+        item, snapshot = call_kinds.call_item(self.options, piece, upstream_name)
+        if snapshot is None:  # added to the output when it is done
             return ToolCall(item=item, output_index=None)
-        if mcp is not None:
-            item = mcp_events.new_call_item(self.options.ids("mcp"), mcp.server_label, mcp.name,
-                                            None)
-            call = ToolCall(item=item, output_index=self._add_item(events, item, dict(item)))
-            events.append(mcp_events.call_in_progress(item, call.output_index))
-            return call
-        client_tool = self.options.client_tools.get(upstream_name)
-        if client_tool is not None:
-            item = client_call_item(self.options.ids, piece, client_tool)
-            if item["type"] in ADDED_WHEN_DONE:
-                return ToolCall(item=item, output_index=None)
-            return ToolCall(item=item, output_index=self._add_item(events, item, dict(item)))
-        if upstream_name in self.options.custom_tools:
-            item = custom_call_item(self.options.ids, piece, *self.options.function_names.get(
-                upstream_name, (upstream_name, None)))
-            return ToolCall(item=item, output_index=self._add_item(events, item, dict(item)))
-        item = tool_items.function_call_item(self.options.ids, piece, upstream_name,
-                                             self.options.function_names)
-        return ToolCall(item=item, output_index=self._add_item(events, item, dict(item)))
+        call = ToolCall(item=item, output_index=self._add_item(events, item, snapshot))
+        events += call_kinds.opening_events(call)
+        return call
 
     def _annotate(self, text: str) -> list[dict]:
         return annotations_for(text, self.citation_sources)
