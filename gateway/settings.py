@@ -9,7 +9,6 @@ from pathlib import Path
 
 import environ
 
-from gateway import embedded_postgres, public_url
 from observability import tracing
 from observability.logs import logging_config
 
@@ -20,7 +19,7 @@ env = environ.Env()
 
 DEBUG = env.bool("DEBUG", default=False)
 SECRET_KEY = env.str("SECRET_KEY", default="dev-insecure-change-me-" + "0" * 40)
-# ALLOWED_HOSTS and the other settings of the public address: the last block (PUBLIC_URL).
+# ALLOWED_HOSTS and the other settings of the public address: gateway/address_settings.py.
 
 INSTALLED_APPS = [
     "daphne",
@@ -82,48 +81,8 @@ TEMPLATES = [
     },
 ]
 
-# --- database: Postgres at DATABASE_URL, else the embedded PostgreSQL under var/ ------------
-DATABASE_URL = env.str("DATABASE_URL", default="")
-EMBEDDED_PGDATA = Path(env.str("EMBEDDED_PGDATA", default=str(VAR_DIR / "pgdata")))
-if DATABASE_URL:
-    DATABASES = {"default": env.db_url_config(DATABASE_URL)}
-else:
-    DATABASES = {"default": embedded_postgres.database_settings(EMBEDDED_PGDATA)}
-# A pool, not persistent connections: ASGI requests and worker threads come and go.
-DATABASES["default"]["CONN_MAX_AGE"] = 0
-# How long a request waits for the database before it is answered 503 (with Retry-After):
-# for a database thread's result (db_threads.run_db) and for a pooled connection.
-DATABASE_WAIT_SECONDS = env.float("DATABASE_WAIT_SECONDS", default=5.0)
-DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-    "min_size": 2,
-    "max_size": env.int("DATABASE_POOL_SIZE", default=20),
-    "timeout": DATABASE_WAIT_SECONDS,
-}
-# A database that stops answering (a partition drops packets: nothing is refused) fails a
-# statement in seconds instead of TCP's ~15 minutes of retransmissions, and its dead pooled
-# connections are dropped (docs/configuration.md). libpq parameters; a DATABASE_URL query
-# parameter of the same name wins. None of them applies to a Unix socket (embedded mode).
-DATABASE_CONNECT_TIMEOUT_SECONDS = env.int("DATABASE_CONNECT_TIMEOUT_SECONDS", default=5)
-DATABASE_TCP_TIMEOUT_SECONDS = env.float("DATABASE_TCP_TIMEOUT_SECONDS", default=5.0)
-DATABASE_STATEMENT_TIMEOUT_SECONDS = env.float("DATABASE_STATEMENT_TIMEOUT_SECONDS",
-                                               default=60.0)
-_DATABASE_OPTIONS = DATABASES["default"]["OPTIONS"]
-for _name, _value in {
-        "connect_timeout": DATABASE_CONNECT_TIMEOUT_SECONDS,
-        # unacknowledged data (a statement sent, keepalive probes) this long: connection closed
-        "tcp_user_timeout": int(DATABASE_TCP_TIMEOUT_SECONDS * 1000),
-        # an idle pooled connection is probed after 10 s of silence, every 2 s
-        "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 2,
-        "keepalives_count": 3,
-        # a server that is read-only (a standby after a failover) is not connected to: its
-        # sessions would take reads and fail every write, leaving runs unstored
-        "target_session_attrs": "read-write"}.items():
-    if _value:
-        _DATABASE_OPTIONS.setdefault(_name, _value)
-if DATABASE_STATEMENT_TIMEOUT_SECONDS:
-    _DATABASE_OPTIONS["options"] = (
-        f"{_DATABASE_OPTIONS.get('options', '')} "
-        f"-c statement_timeout={int(DATABASE_STATEMENT_TIMEOUT_SECONDS * 1000)}").strip()
+# --- database: Postgres at DATABASE_URL, else the embedded PostgreSQL: gateway/database_settings.py
+from gateway.database_settings import *  # noqa: E402,F403
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -248,52 +207,8 @@ RUN_DATABASE_RETRY_SECONDS = env.float("RUN_DATABASE_RETRY_SECONDS", default=30.
 RESPONSE_RETENTION_DAYS = env.int("RESPONSE_RETENTION_DAYS", default=0)
 RETENTION_PRUNE_INTERVAL_SECONDS = env.int("RETENTION_PRUNE_INTERVAL_SECONDS", default=3600)
 
-# --- MCP tools run by the gateway (mcp_tools/) ---------------------------------------------
-# Request-supplied `server_url`s; False allows only servers an admin registered.
-MCP_ALLOW_REQUEST_URLS = env.bool("MCP_ALLOW_REQUEST_URLS", default=True)
-# CIDRs request-supplied URLs may reach although not globally routable (tests, private setups).
-MCP_EGRESS_ALLOWLIST = env.list("MCP_EGRESS_ALLOWLIST", default=[])
-MCP_CALL_TIMEOUT_SECONDS = env.float("MCP_CALL_TIMEOUT_SECONDS", default=60.0)
-MCP_CONNECT_TIMEOUT_SECONDS = env.float("MCP_CONNECT_TIMEOUT_SECONDS", default=10.0)
-MCP_MAX_SERVERS_PER_REQUEST = env.int("MCP_MAX_SERVERS_PER_REQUEST", default=8)
-MCP_MAX_TOOLS_PER_SERVER = env.int("MCP_MAX_TOOLS_PER_SERVER", default=128)
-MCP_MAX_RESULT_BYTES = env.int("MCP_MAX_RESULT_BYTES", default=1_000_000)
-# MCP calls one response may make, whatever `max_tool_calls` says.
-MCP_MAX_TOOL_CALLS = env.int("MCP_MAX_TOOL_CALLS", default=20)
-# /v1/chat/completions: upstream turns that may run the tenant's MCP tools before the model
-# must answer (the next turn is sent with tool_choice "none"); ORS's MAX_TOOL_CALL_ITERATIONS.
-CHAT_MAX_TOOL_ITERATIONS = env.int("CHAT_MAX_TOOL_ITERATIONS", default=25)
-# How long a worker reuses a registered MCP server's tools/list for chat completions.
-CHAT_MCP_LISTING_SECONDS = env.float("CHAT_MCP_LISTING_SECONDS", default=60.0)
-# Fernet keys (comma-separated, newest first) for registered servers' credentials; empty
-
-# --- hosted tools run by the gateway (hosted_tools/) ----------------------------------------
-# Hosted tool types that, when this deployment cannot run them, are dropped (not offered,
-# named in the X-Gateway-Dropped-Tools header, counted) instead of refused with a 400.
-HOSTED_TOOLS_DROP_UNAVAILABLE = env.list(
-    "HOSTED_TOOLS_DROP_UNAVAILABLE",
-    default=["web_search", "web_search_2025_08_26", "web_search_preview",
-             "web_search_preview_2025_03_11"])
-# Hosted tool calls (web and file searches) one response may make, whatever max_tool_calls says;
-# as many tool searches again.
-HOSTED_MAX_TOOL_CALLS = env.int("HOSTED_MAX_TOOL_CALLS", default=8)
-# Deferred tools one server-run tool search finds at most (hosted_tools.tool_ranking).
-TOOL_SEARCH_MAX_RESULTS = env.int("TOOL_SEARCH_MAX_RESULTS", default=5)
-# web_search's deployment-wide fallback backend: "" (none), "searxng", "brave" or "tavily".
-# Backends configured in the admin win (a tenant's own, then one for every tenant);
-# with none of them, the tool is dropped or refused (HOSTED_TOOLS_DROP_UNAVAILABLE).
-WEB_SEARCH_BACKEND = env.str("WEB_SEARCH_BACKEND", default="")
-# The backend's base URL: a SearXNG instance (its /search answers format=json), or Brave's
-# API (default https://api.search.brave.com/res/v1), or Tavily's (default https://api.tavily.com).
-WEB_SEARCH_URL = env.str("WEB_SEARCH_URL", default="")
-WEB_SEARCH_API_KEY = env.str("WEB_SEARCH_API_KEY", default="")
-WEB_SEARCH_TIMEOUT_SECONDS = env.float("WEB_SEARCH_TIMEOUT_SECONDS", default=15.0)
-# CIDRs the search backend may be reached at although not public (a SearXNG on the LAN, tests).
-WEB_SEARCH_EGRESS_ALLOWLIST = env.list("WEB_SEARCH_EGRESS_ALLOWLIST", default=[])
-# A process re-reads the admin's search backends at most this often.
-WEB_SEARCH_BACKENDS_CACHE_SECONDS = env.float("WEB_SEARCH_BACKENDS_CACHE_SECONDS", default=5.0)
-# file_search runs against the tenant's vector stores (the vector_stores app); False refuses it.
-FILE_SEARCH_ENABLED = env.bool("FILE_SEARCH_ENABLED", default=True)
+# --- tools the gateway runs, files and vector stores: gateway/tool_settings.py --------------
+from gateway.tool_settings import *  # noqa: E402,F403
 
 # --- event bus and worker: Redis + Celery when REDIS_URL is set, else in-process -----------
 REDIS_URL = env.str("REDIS_URL", default="")
@@ -359,37 +274,6 @@ LOGGING = logging_config(level=env.str("LOG_LEVEL", default="INFO"),
                          json=env.str("LOG_FORMAT", default="json") == "json",
                          trace_ids=tracing.ENABLED)
 
-# --- files and vector stores (files/, vector_stores/; docs/configuration.md) ----------------
-FILES_MAX_BYTES = env.int("FILES_MAX_BYTES", default=512 * 1024 * 1024)
-FILES_DIR = Path(env.str("FILES_DIR", default=str(VAR_DIR / "files")))
-FILES_STORAGE_BACKEND = env.str("FILES_STORAGE_BACKEND",
-                                default="django.core.files.storage.FileSystemStorage")
-FILES_STORAGE_OPTIONS = env.json("FILES_STORAGE_OPTIONS", default={})
-if FILES_STORAGE_BACKEND == "django.core.files.storage.FileSystemStorage":
-    FILES_STORAGE_OPTIONS.setdefault("location", str(FILES_DIR))
-STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
-    "files": {"BACKEND": FILES_STORAGE_BACKEND, "OPTIONS": FILES_STORAGE_OPTIONS},
-}
-# The model ingestion and search embed with (routed like a chat model: upstreams/), the
-# dimension of its vectors (fixed in the chunk table when it is migrated), texts per call.
-EMBEDDING_MODEL = env.str("EMBEDDING_MODEL", default="text-embedding-3-small")
-EMBEDDING_DIMENSIONS = env.int("EMBEDDING_DIMENSIONS", default=1536)
-EMBEDDING_BATCH_SIZE = env.int("EMBEDDING_BATCH_SIZE", default=64)
-# Ask the model for EMBEDDING_DIMENSIONS (`dimensions`: OpenAI's text-embedding-3 models
-# shorten their vectors; servers whose models cannot refuse the field).
-EMBEDDING_REQUEST_DIMENSIONS = env.bool("EMBEDDING_REQUEST_DIMENSIONS", default=False)
-# An ingestion task's claim on a file; older, another task may take the file over.
-INGESTION_CLAIM_SECONDS = env.int("INGESTION_CLAIM_SECONDS", default=900)
-EMBEDDED_INGESTION_THREADS = env.int("EMBEDDED_INGESTION_THREADS", default=2)
-# Stores of at most this many chunks (together) are searched exactly, larger ones by the
-# HNSW index (vector_stores/search.py).
-VECTOR_SEARCH_EXACT_MAX_CHUNKS = env.int("VECTOR_SEARCH_EXACT_MAX_CHUNKS", default=10_000)
-# pgvector >= 0.8: an iterative HNSW scan visits at most about this many chunks
-# (hnsw.max_scan_tuples) before the search falls back to the exact one (ranking.py);
-# 0: no iterative scans (the over-fetch of older pgvector).
-VECTOR_SEARCH_MAX_SCAN_TUPLES = env.int("VECTOR_SEARCH_MAX_SCAN_TUPLES", default=20_000)
 CELERY_BEAT_SCHEDULE["requeue-stalled-ingestion"] = {
     "task": "vector_stores.requeue_stalled_ingestion", "schedule": 60.0,
     "options": {"expires": 60.0}}
@@ -397,34 +281,5 @@ CELERY_BEAT_SCHEDULE["requeue-stalled-ingestion"] = {
 CSRF_FAILURE_VIEW = "responses_app.api.views.csrf_failure"
 
 
-# --- the public address: PUBLIC_URL, hosts, the TLS proxy (gateway/public_url.py) ----------
-# PUBLIC_URL is the URL clients and the admin use (https://gw.example.com): its host is
-# allowed, its origin trusted for the admin's CSRF check, and an https one says a TLS proxy
-# sits in front, which turns on what follows (each overridable by its own variable).
-# gateway/checks.py refuses production (DATABASE_URL set, DEBUG off) without PUBLIC_URL or
-# ALLOWED_HOSTS, with ALLOWED_HOSTS=*, or on the development SECRET_KEY above.
-PUBLIC_URL = env.str("PUBLIC_URL", default="")
-_public = public_url.parse(PUBLIC_URL)
-_behind_tls_proxy = _public is not None and _public.https
-ALLOWED_HOSTS_NAMED = public_url.listed(env.list("ALLOWED_HOSTS", default=[]))
-ALLOWED_HOSTS = public_url.allowed_hosts(ALLOWED_HOSTS_NAMED, _public)
-CSRF_TRUSTED_ORIGINS = public_url.csrf_trusted_origins(
-    public_url.listed(env.list("CSRF_TRUSTED_ORIGINS", default=[])), _public)
-# The header the proxy sets to `https` for a request that came in over HTTPS; empty: none is
-# trusted (a client could send it). With one, the proxy's X-Forwarded-Host is trusted too.
-_proxy_header = public_url.DEFAULT_PROXY_SSL_HEADER if _behind_tls_proxy else ""
-SECURE_PROXY_SSL_HEADER = public_url.proxy_ssl_header(env.str("SECURE_PROXY_SSL_HEADER",
-                                                              default=_proxy_header))
-USE_X_FORWARDED_HOST = env.bool("USE_X_FORWARDED_HOST", default=SECURE_PROXY_SSL_HEADER is not None)
-SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=_behind_tls_proxy)
-SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=_behind_tls_proxy)
-SECURE_REDIRECT_EXEMPT = public_url.REDIRECT_EXEMPT
-SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS",
-                              default=public_url.HSTS_SECONDS if _behind_tls_proxy else 0)
-SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS",
-                                          default=_behind_tls_proxy)
-SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
-# Preloading is a request to the browsers' lists that the owner of the whole domain makes
-# (hstspreload.org), not a default a gateway may make for it: its deploy warning is off.
-SILENCED_SYSTEM_CHECKS = ["security.W021"]
-# --- end of the public address ----------------------------------------------------------------
+# --- the public address: PUBLIC_URL, hosts, the TLS proxy: gateway/address_settings.py -------
+from gateway.address_settings import *  # noqa: E402,F403

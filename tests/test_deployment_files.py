@@ -14,7 +14,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
-SETTINGS_SOURCE = (ROOT / "gateway" / "settings.py").read_text()
+SETTINGS_SOURCE = "".join(  # gateway/settings.py and the parts it takes (*_settings.py)
+    path.read_text() for path in sorted((ROOT / "gateway").glob("*settings.py")))
 SETTINGS_NAMES = set(re.findall(r'env\.\w+\("([A-Z0-9_]+)"', SETTINGS_SOURCE))
 INTERPOLATION = re.compile(r"\$\{([A-Z0-9_]+)(?:[:?-][^}]*)?\}")
 # Read by docker compose itself or by the Postgres image, not by the gateway.

@@ -94,7 +94,7 @@ def run(env: dict, *command: str) -> subprocess.CompletedProcess:
 
 def test_check_deploy_is_clean_on_the_documented_production_settings(tmp_path):
     done = run(documented_production_env(tmp_path), "manage.py", "check", "--deploy")
-    # security.W021 (HSTS preload) is silenced on purpose: see gateway/settings.py
+    # security.W021 (HSTS preload) is silenced on purpose: see gateway/address_settings.py
     assert (done.returncode, done.stdout, done.stderr) == (
         0, "System check identified no issues (1 silenced).\n", "")
 
