@@ -196,6 +196,31 @@ def memory_mb(pid) -> dict:
     return out
 
 
+class HeldMemory:
+    """The web's and the workers' resident memory before a cell and at its peak (sampled
+    every half second while it runs): what each held stream costs, in MB per 1,000."""
+
+    def __init__(self, pids: dict):
+        self.pids = {name: pids[name] for name in ("web", "worker") if name in pids}
+        self.before = {name: self._rss(pid) for name, pid in self.pids.items()}
+        self.peak = dict(self.before)
+
+    @staticmethod
+    def _rss(pid) -> float | None:
+        return memory_mb(pid).get("VmRSS")
+
+    def sample(self) -> None:
+        for name, pid in self.pids.items():
+            now = self._rss(pid)
+            if now is not None and (self.peak[name] is None or now > self.peak[name]):
+                self.peak[name] = now
+
+    def per_1000(self, streams: int) -> dict:
+        return {name: 1000 * (self.peak[name] - self.before[name]) / max(streams, 1)
+                for name in self.pids
+                if self.peak[name] is not None and self.before[name] is not None}
+
+
 class Meter:
     """CPU of each process of interest, sampled before and after a cell."""
 
@@ -305,12 +330,14 @@ async def measure(target: Target, concurrency: int, total: int, meter: Meter | N
         await run_load(target, count, count, max_seconds=60, request_timeout=60)
         await asyncio.sleep(0.3)
     log(f"{label}: {total} requests at concurrency {concurrency} ...")
+    held = HeldMemory(meter.pids if meter else {})
     before = meter.sample() if meter else None
     load = asyncio.ensure_future(run_load(target, concurrency, total, max_seconds=max_seconds,
                                           request_timeout=request_timeout,
                                           ramp_seconds=ramp_seconds))
     while not load.done():  # a dead web or worker would leave every request hanging: stop early
         await asyncio.wait([load], timeout=0.5)
+        held.sample()
         if not load.done():
             try:
                 check_alive(processes)
@@ -331,6 +358,7 @@ async def measure(target: Target, concurrency: int, total: int, meter: Meter | N
         summary["cpu"]["loadgen_ms_per_resp"] = summary["client_cpu_ms_per_resp"]
         summary["memory"] = {name: memory_mb(pid) for name, pid in meter.pids.items()
                              if name in ("web", "worker")}
+        summary["mb_per_1000_streams"] = held.per_1000(concurrency)
     summary["lost_samples"] = [{"reason": r.lost, "body_tail": r.body[-1500:].decode("utf-8", "replace")}
                                for r in run.results if r.lost is not None][:3]
     for r in run.results:
@@ -348,7 +376,8 @@ async def measure(target: Target, concurrency: int, total: int, meter: Meter | N
 
 async def run_matrix(upstream_url: str, gateway_url: str, api_key: str, meter: Meter,
                      matrix: list, streams: int, processes: dict, report: dict,
-                     lockstep: bool = False, chat_first: bool = False) -> None:
+                     lockstep: bool = False, chat_first: bool = False,
+                     skip_chat: bool = False) -> None:
     """Fill `report["cells"]` and `report["streams_check"]` as the cells complete, so a
     run that stops half-way still has the cells it finished."""
     log("waiting for the gateway and its worker to serve a stream ...")
@@ -365,6 +394,8 @@ async def run_matrix(upstream_url: str, gateway_url: str, api_key: str, meter: M
                  ("chat", gateway_url, api_key)]
         if chat_first:  # paired rounds: the two gateway paths in both orders
             modes[1:] = modes[:0:-1]
+        if skip_chat:
+            modes = [mode for mode in modes if mode[0] != "chat"]
         for mode, base, key in modes:
             target = Target.make(mode, base, model, N_CHUNKS, key)
             try:
@@ -427,8 +458,9 @@ def render(report: dict) -> str:
         lines += [f"**ABORTED**: {meta['aborted']} — the cells below are the ones that ran.", ""]
     lines += [
         "| pacing ms | conc | target | reqs | ok | errors | lost | resp/s | TTFD p50 | TTFD p99 "
-        "| total p50 | total p99 | gw CPU ms/resp | web HWM MB | worker HWM MB | ΔTTFD p50 | total p50 × |",
-        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| total p50 | total p99 | gw CPU ms/resp | web HWM MB | worker HWM MB | ΔTTFD p50 "
+        "| ΔTTFD p99 | total p50 × | web / worker MB per 1k held |",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for cell in report.get("cells", []):
         direct = cell["direct"]
@@ -445,13 +477,17 @@ def render(report: dict) -> str:
                 mem = s.get("memory", {})
                 ratio = (s["total_p50_ms"] / direct["total_p50_ms"]
                          if s["total_p50_ms"] and direct["total_p50_ms"] else None)
-                diff = (s["ttfd_p50_ms"] - direct["ttfd_p50_ms"]
-                        if s["ttfd_p50_ms"] is not None and direct["ttfd_p50_ms"] is not None else None)
+                diffs = [s[key] - direct[key]
+                         if s[key] is not None and direct[key] is not None else None
+                         for key in ("ttfd_p50_ms", "ttfd_p99_ms")]
+                held = s.get("mb_per_1000_streams", {})
                 row += [_f(gw), _f(mem.get("web", {}).get("VmHWM"), 0),
                         _f(mem.get("worker", {}).get("VmHWM"), 0),
-                        ("+" if diff and diff > 0 else "") + _f(diff), _f(ratio, 2)]
+                        *[("+" if diff and diff > 0 else "") + _f(diff) for diff in diffs],
+                        _f(ratio, 2),
+                        f"{_f(held.get('web'), 0)} / {_f(held.get('worker'), 0)}"]
             else:
-                row += ["", "", "", "", ""]
+                row += ["", "", "", "", "", "", ""]
             lines.append("| " + " | ".join(row) + " |")
     check = report.get("streams_check")
     if check is None:
@@ -555,6 +591,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chat-first", action="store_true",
                         help="in each cell, the chat completions target before the responses "
                              "one (paired rounds: run both orders)")
+    parser.add_argument("--skip-chat", action="store_true",
+                        help="leave out the chat completions target (A/B runs of the "
+                             "Responses path alone)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "latest.md"),
                         help="markdown report path; the JSON goes next to it (.json)")
     args = parser.parse_args(argv)
@@ -609,7 +648,7 @@ def main(argv: list[str] | None = None) -> int:
                      **{f"worker{n + 1}": w for n, w in enumerate(deployment.workers)}}
         asyncio.run(run_matrix(upstream.base_url, deployment.base_url, api_key, meter,
                                matrix, streams, processes, report, args.lockstep,
-                               args.chat_first))
+                               args.chat_first, args.skip_chat))
         if loops:
             report["agent_loops"] = asyncio.run(agent_loop.run(
                 upstream.base_url, deployment.base_url, api_key, loops, log))
