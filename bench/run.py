@@ -224,14 +224,18 @@ class HeldMemory:
 class Meter:
     """CPU of each process of interest, sampled before and after a cell."""
 
-    def __init__(self, pids: dict[str, int | None], database: str | None = None):
+    def __init__(self, pids: dict[str, int | None], database: str | None = None,
+                 redis_url: str | None = None):
         self.pids = pids
         self.database = database  # the gateway's database: its backends' CPU is "pg_db"
+        self.redis_url = redis_url  # its server's XADD and XREAD counts (server-wide)
 
     def sample(self) -> dict:
         backends = database_backends(self.database) if self.database else None
+        commands = redis_commands(self.redis_url) if self.redis_url else {}
         stats = _all_stats()
         sample = {name: tree_cpu(stats, pid) for name, pid in self.pids.items()}
+        sample.update({f"_{name}": count for name, count in commands.items()})
         if backends is not None:
             sample["pg_db"] = sum(stats[pid][1] for pid in backends if pid in stats)
         sample["loadgen"] = time.process_time()
@@ -246,11 +250,25 @@ class Meter:
             if name.startswith("_") or value is None or before.get(name) is None:
                 continue
             out[f"{name}_ms_per_resp"] = 1000 * (value - before[name]) / max(responses, 1)
+        for name in ("xadd", "xread"):  # bus entries written, reads (first and shared)
+            if f"_{name}" in after and f"_{name}" in before:
+                out[f"{name}_per_resp"] = (after[f"_{name}"] - before[f"_{name}"]) / max(responses, 1)
         busy = after["_machine"][0] - before["_machine"][0]
         total = after["_machine"][1] - before["_machine"][1]
         out["machine_busy_pct"] = 100 * busy / total if total else None
         out["wall_s"] = after["_wall"] - before["_wall"]
         return out
+
+
+def redis_commands(url: str) -> dict[str, int]:
+    """The Redis server's XADD and XREAD calls so far (scripts' XADDs included): entries
+    written to the bus, and reads of it. Server-wide: a server shared with other work
+    counts that work too."""
+    try:
+        stats = redis.Redis.from_url(url).info("commandstats")
+    except Exception:
+        return {}
+    return {name: stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in ("xadd", "xread")}
 
 
 def redis_pid(url: str) -> int | None:
@@ -506,8 +524,9 @@ def render(report: dict) -> str:
         f"worker {_f(mem.get('worker', {}).get('VmHWM'), 0)} MB."]
     lines += [
         "", "## CPU per response by process (ms)", "",
-        "| pacing ms | conc | target | web | worker | upstream | loadgen | redis | postgres* | pg db | all-in | machine busy % |",
-        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| pacing ms | conc | target | web | worker | upstream | loadgen | redis | postgres* | pg db | all-in "
+        "| machine busy % | bus entries / resp | XREADs / resp |",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     rows = [(c["pacing_ms"], c["concurrency"], m, c[m]) for c in report.get("cells", [])
             for m in ("direct", "gateway", "chat") if m in c]
@@ -519,11 +538,17 @@ def render(report: dict) -> str:
         lines.append(f"| {pacing} | {concurrency} | {mode} | "
                      + " | ".join(_f(cpu.get(f"{n}_ms_per_resp")) for n in names)
                      + f" | {_f(all_in_cpu(cpu) if mode != 'direct' else None)}"
-                     + f" | {_f(cpu.get('machine_busy_pct'), 0)} |")
+                     + f" | {_f(cpu.get('machine_busy_pct'), 0)}"
+                     + f" | {_f(cpu.get('xadd_per_resp') if mode != 'direct' else None)}"
+                     + f" | {_f(cpu.get('xread_per_resp') if mode != 'direct' else None)} |")
     lines += ["", "\\* postgres counts the whole server (every database), so other work on the machine "
               "shows up there; pg db is the CPU of the backends connected to the gateway's "
               "database alone. all-in: web + worker + redis + pg db (redis counts the whole "
-              "server too).", ""]
+              "server too). Bus entries and XREADs per response: the Redis "
+              "server's XADD and XREAD calls (scripts' included) during the cell, per "
+              "response: how many entries a response's events travelled in (fewer: more "
+              "batched), and the web's reads (its first read per response, and its share of "
+              "the shared reads).", ""]
     if report.get("agent_loops"):
         lines += agent_loop.render(report["agent_loops"]) + [""]
     if report.get("sockets"):
@@ -643,7 +668,8 @@ def main(argv: list[str] | None = None) -> int:
         deployment.start()
         meter = Meter({"web": deployment.web.pid, "worker": [w.pid for w in deployment.workers],
                        "upstream": upstream.process.pid, "redis": redis_pid(redis_url),
-                       "postgres": postgres_pid(POSTGRES_ADMIN_URL)}, database=DB_NAME)
+                       "postgres": postgres_pid(POSTGRES_ADMIN_URL)}, database=DB_NAME,
+                      redis_url=redis_url)
         processes = {"web": deployment.web, "upstream": upstream.process,
                      **{f"worker{n + 1}": w for n, w in enumerate(deployment.workers)}}
         asyncio.run(run_matrix(upstream.base_url, deployment.base_url, api_key, meter,

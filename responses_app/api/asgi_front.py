@@ -20,8 +20,9 @@ Under Daphne, an SSE stream's events are also written through (relay.write_throu
 daphne_write.py): the bus reader's pass writes each waiting stream's new events to its
 connection at once, where each would wake the stream's task and pass through Django's
 send_response, an async generator per layer and Daphne's send coroutine, to end in the
-same synchronous write. Measured: docs/architecture.md's ledger. Under another server,
-whose `send` is not known to be synchronous, streams take the ASGI path alone.
+same synchronous write. Measured: docs/architecture.md's ledger ("SSE write-through").
+Under another server, whose `send` is not known to be synchronous, streams take the ASGI
+path alone.
 """
 import asyncio
 
