@@ -229,8 +229,9 @@ def _blocks(body: bytes):
 
 
 def verify_gateway(body: bytes, n: int) -> str | None:
-    """None if every event arrived: sequence numbers 0..k-1, n text deltas with the
-    expected text, a terminal response.completed and then [DONE]; else the reason."""
+    """None if every event arrived, in order: sequence numbers 0..k-1, response.created
+    first, n text deltas with the expected text, a terminal response.completed last and
+    then [DONE]; else the reason."""
     seq = 0
     deltas = []
     last_type = None
@@ -252,6 +253,8 @@ def verify_gateway(body: bytes, n: int) -> str | None:
             return f"sequence_number {obj.get('sequence_number')} where {seq} expected"
         seq += 1
         kind = obj.get("type")
+        if seq == 1 and kind != "response.created":
+            return f"first event {kind}, not response.created"
         if event is not None and event.decode() != kind:
             return f"event name {event!r} != type {kind!r}"
         if kind == "response.output_text.delta":

@@ -196,17 +196,46 @@ def memory_mb(pid) -> dict:
     return out
 
 
+class HeldMemory:
+    """The web's and the workers' resident memory before a cell and at its peak (sampled
+    every half second while it runs): what each held stream costs, in MB per 1,000."""
+
+    def __init__(self, pids: dict):
+        self.pids = {name: pids[name] for name in ("web", "worker") if name in pids}
+        self.before = {name: self._rss(pid) for name, pid in self.pids.items()}
+        self.peak = dict(self.before)
+
+    @staticmethod
+    def _rss(pid) -> float | None:
+        return memory_mb(pid).get("VmRSS")
+
+    def sample(self) -> None:
+        for name, pid in self.pids.items():
+            now = self._rss(pid)
+            if now is not None and (self.peak[name] is None or now > self.peak[name]):
+                self.peak[name] = now
+
+    def per_1000(self, streams: int) -> dict:
+        return {name: 1000 * (self.peak[name] - self.before[name]) / max(streams, 1)
+                for name in self.pids
+                if self.peak[name] is not None and self.before[name] is not None}
+
+
 class Meter:
     """CPU of each process of interest, sampled before and after a cell."""
 
-    def __init__(self, pids: dict[str, int | None], database: str | None = None):
+    def __init__(self, pids: dict[str, int | None], database: str | None = None,
+                 redis_url: str | None = None):
         self.pids = pids
         self.database = database  # the gateway's database: its backends' CPU is "pg_db"
+        self.redis_url = redis_url  # its server's XADD and XREAD counts (server-wide)
 
     def sample(self) -> dict:
         backends = database_backends(self.database) if self.database else None
+        commands = redis_commands(self.redis_url) if self.redis_url else {}
         stats = _all_stats()
         sample = {name: tree_cpu(stats, pid) for name, pid in self.pids.items()}
+        sample.update({f"_{name}": count for name, count in commands.items()})
         if backends is not None:
             sample["pg_db"] = sum(stats[pid][1] for pid in backends if pid in stats)
         sample["loadgen"] = time.process_time()
@@ -221,11 +250,25 @@ class Meter:
             if name.startswith("_") or value is None or before.get(name) is None:
                 continue
             out[f"{name}_ms_per_resp"] = 1000 * (value - before[name]) / max(responses, 1)
+        for name in ("xadd", "xread"):  # bus entries written, reads (first and shared)
+            if f"_{name}" in after and f"_{name}" in before:
+                out[f"{name}_per_resp"] = (after[f"_{name}"] - before[f"_{name}"]) / max(responses, 1)
         busy = after["_machine"][0] - before["_machine"][0]
         total = after["_machine"][1] - before["_machine"][1]
         out["machine_busy_pct"] = 100 * busy / total if total else None
         out["wall_s"] = after["_wall"] - before["_wall"]
         return out
+
+
+def redis_commands(url: str) -> dict[str, int]:
+    """The Redis server's XADD and XREAD calls so far (scripts' XADDs included): entries
+    written to the bus, and reads of it. Server-wide: a server shared with other work
+    counts that work too."""
+    try:
+        stats = redis.Redis.from_url(url).info("commandstats")
+    except Exception:
+        return {}
+    return {name: stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in ("xadd", "xread")}
 
 
 def redis_pid(url: str) -> int | None:
@@ -305,12 +348,14 @@ async def measure(target: Target, concurrency: int, total: int, meter: Meter | N
         await run_load(target, count, count, max_seconds=60, request_timeout=60)
         await asyncio.sleep(0.3)
     log(f"{label}: {total} requests at concurrency {concurrency} ...")
+    held = HeldMemory(meter.pids if meter else {})
     before = meter.sample() if meter else None
     load = asyncio.ensure_future(run_load(target, concurrency, total, max_seconds=max_seconds,
                                           request_timeout=request_timeout,
                                           ramp_seconds=ramp_seconds))
     while not load.done():  # a dead web or worker would leave every request hanging: stop early
         await asyncio.wait([load], timeout=0.5)
+        held.sample()
         if not load.done():
             try:
                 check_alive(processes)
@@ -331,6 +376,7 @@ async def measure(target: Target, concurrency: int, total: int, meter: Meter | N
         summary["cpu"]["loadgen_ms_per_resp"] = summary["client_cpu_ms_per_resp"]
         summary["memory"] = {name: memory_mb(pid) for name, pid in meter.pids.items()
                              if name in ("web", "worker")}
+        summary["mb_per_1000_streams"] = held.per_1000(concurrency)
     summary["lost_samples"] = [{"reason": r.lost, "body_tail": r.body[-1500:].decode("utf-8", "replace")}
                                for r in run.results if r.lost is not None][:3]
     for r in run.results:
@@ -348,7 +394,8 @@ async def measure(target: Target, concurrency: int, total: int, meter: Meter | N
 
 async def run_matrix(upstream_url: str, gateway_url: str, api_key: str, meter: Meter,
                      matrix: list, streams: int, processes: dict, report: dict,
-                     lockstep: bool = False, chat_first: bool = False) -> None:
+                     lockstep: bool = False, chat_first: bool = False,
+                     skip_chat: bool = False) -> None:
     """Fill `report["cells"]` and `report["streams_check"]` as the cells complete, so a
     run that stops half-way still has the cells it finished."""
     log("waiting for the gateway and its worker to serve a stream ...")
@@ -365,6 +412,8 @@ async def run_matrix(upstream_url: str, gateway_url: str, api_key: str, meter: M
                  ("chat", gateway_url, api_key)]
         if chat_first:  # paired rounds: the two gateway paths in both orders
             modes[1:] = modes[:0:-1]
+        if skip_chat:
+            modes = [mode for mode in modes if mode[0] != "chat"]
         for mode, base, key in modes:
             target = Target.make(mode, base, model, N_CHUNKS, key)
             try:
@@ -427,8 +476,9 @@ def render(report: dict) -> str:
         lines += [f"**ABORTED**: {meta['aborted']} — the cells below are the ones that ran.", ""]
     lines += [
         "| pacing ms | conc | target | reqs | ok | errors | lost | resp/s | TTFD p50 | TTFD p99 "
-        "| total p50 | total p99 | gw CPU ms/resp | web HWM MB | worker HWM MB | ΔTTFD p50 | total p50 × |",
-        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| total p50 | total p99 | gw CPU ms/resp | web HWM MB | worker HWM MB | ΔTTFD p50 "
+        "| ΔTTFD p99 | total p50 × | web / worker MB per 1k held |",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for cell in report.get("cells", []):
         direct = cell["direct"]
@@ -445,13 +495,17 @@ def render(report: dict) -> str:
                 mem = s.get("memory", {})
                 ratio = (s["total_p50_ms"] / direct["total_p50_ms"]
                          if s["total_p50_ms"] and direct["total_p50_ms"] else None)
-                diff = (s["ttfd_p50_ms"] - direct["ttfd_p50_ms"]
-                        if s["ttfd_p50_ms"] is not None and direct["ttfd_p50_ms"] is not None else None)
+                diffs = [s[key] - direct[key]
+                         if s[key] is not None and direct[key] is not None else None
+                         for key in ("ttfd_p50_ms", "ttfd_p99_ms")]
+                held = s.get("mb_per_1000_streams", {})
                 row += [_f(gw), _f(mem.get("web", {}).get("VmHWM"), 0),
                         _f(mem.get("worker", {}).get("VmHWM"), 0),
-                        ("+" if diff and diff > 0 else "") + _f(diff), _f(ratio, 2)]
+                        *[("+" if diff and diff > 0 else "") + _f(diff) for diff in diffs],
+                        _f(ratio, 2),
+                        f"{_f(held.get('web'), 0)} / {_f(held.get('worker'), 0)}"]
             else:
-                row += ["", "", "", "", ""]
+                row += ["", "", "", "", "", "", ""]
             lines.append("| " + " | ".join(row) + " |")
     check = report.get("streams_check")
     if check is None:
@@ -470,8 +524,9 @@ def render(report: dict) -> str:
         f"worker {_f(mem.get('worker', {}).get('VmHWM'), 0)} MB."]
     lines += [
         "", "## CPU per response by process (ms)", "",
-        "| pacing ms | conc | target | web | worker | upstream | loadgen | redis | postgres* | pg db | all-in | machine busy % |",
-        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| pacing ms | conc | target | web | worker | upstream | loadgen | redis | postgres* | pg db | all-in "
+        "| machine busy % | bus entries / resp | XREADs / resp |",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     rows = [(c["pacing_ms"], c["concurrency"], m, c[m]) for c in report.get("cells", [])
             for m in ("direct", "gateway", "chat") if m in c]
@@ -483,11 +538,17 @@ def render(report: dict) -> str:
         lines.append(f"| {pacing} | {concurrency} | {mode} | "
                      + " | ".join(_f(cpu.get(f"{n}_ms_per_resp")) for n in names)
                      + f" | {_f(all_in_cpu(cpu) if mode != 'direct' else None)}"
-                     + f" | {_f(cpu.get('machine_busy_pct'), 0)} |")
+                     + f" | {_f(cpu.get('machine_busy_pct'), 0)}"
+                     + f" | {_f(cpu.get('xadd_per_resp') if mode != 'direct' else None)}"
+                     + f" | {_f(cpu.get('xread_per_resp') if mode != 'direct' else None)} |")
     lines += ["", "\\* postgres counts the whole server (every database), so other work on the machine "
               "shows up there; pg db is the CPU of the backends connected to the gateway's "
               "database alone. all-in: web + worker + redis + pg db (redis counts the whole "
-              "server too).", ""]
+              "server too). Bus entries and XREADs per response: the Redis "
+              "server's XADD and XREAD calls (scripts' included) during the cell, per "
+              "response: how many entries a response's events travelled in (fewer: more "
+              "batched), and the web's reads (its first read per response, and its share of "
+              "the shared reads).", ""]
     if report.get("agent_loops"):
         lines += agent_loop.render(report["agent_loops"]) + [""]
     if report.get("sockets"):
@@ -555,6 +616,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chat-first", action="store_true",
                         help="in each cell, the chat completions target before the responses "
                              "one (paired rounds: run both orders)")
+    parser.add_argument("--skip-chat", action="store_true",
+                        help="leave out the chat completions target (A/B runs of the "
+                             "Responses path alone)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "latest.md"),
                         help="markdown report path; the JSON goes next to it (.json)")
     args = parser.parse_args(argv)
@@ -604,12 +668,13 @@ def main(argv: list[str] | None = None) -> int:
         deployment.start()
         meter = Meter({"web": deployment.web.pid, "worker": [w.pid for w in deployment.workers],
                        "upstream": upstream.process.pid, "redis": redis_pid(redis_url),
-                       "postgres": postgres_pid(POSTGRES_ADMIN_URL)}, database=DB_NAME)
+                       "postgres": postgres_pid(POSTGRES_ADMIN_URL)}, database=DB_NAME,
+                      redis_url=redis_url)
         processes = {"web": deployment.web, "upstream": upstream.process,
                      **{f"worker{n + 1}": w for n, w in enumerate(deployment.workers)}}
         asyncio.run(run_matrix(upstream.base_url, deployment.base_url, api_key, meter,
                                matrix, streams, processes, report, args.lockstep,
-                               args.chat_first))
+                               args.chat_first, args.skip_chat))
         if loops:
             report["agent_loops"] = asyncio.run(agent_loop.run(
                 upstream.base_url, deployment.base_url, api_key, loops, log))

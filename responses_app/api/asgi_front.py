@@ -15,6 +15,14 @@ the Host (HttpRequest.get_host) and sends the response (ASGIHandler.send_respons
 views are stream_views'; the request id, metrics and access log are
 observability.http's exchange; errors render through errors.render_exception, as
 ApiErrorMiddleware does.
+
+Under Daphne, an SSE stream's events are also written through (relay.write_through,
+daphne_write.py): the bus reader's pass writes each waiting stream's new events to its
+connection at once, where each would wake the stream's task and pass through Django's
+send_response, an async generator per layer and Daphne's send coroutine, to end in the
+same synchronous write. Measured: docs/architecture.md's ledger ("SSE write-through").
+Under another server, whose `send` is not known to be synchronous, streams take the ASGI
+path alone.
 """
 import asyncio
 
@@ -25,6 +33,8 @@ from django.urls import Resolver404, resolve
 from observability.http import begin_exchange, finish_exchange
 
 from ..errors import render_exception
+from .daphne_write import body_writer
+from .relay import write_through
 from .stream_views import STREAMING_METHODS
 
 PREFIX = ("/v1/responses", "/v1/chat/completions")  # the stream views' routes
@@ -77,6 +87,11 @@ async def _respond(django_app, request, handler, match, send) -> None:
         response = await handler(request, *match.args, **match.kwargs)
     except Exception as exc:
         response = render_exception(exc, request)
+    reply = getattr(response, "relay_reply", None)
+    if reply is not None and reply.subscription is not None:  # a stream of relay.py's
+        write = body_writer(send)
+        if write is not None:
+            write_through(reply, write)
     await django_app.send_response(finish_exchange(request, response, exchange), send)
 
 

@@ -76,6 +76,7 @@ def django_response(reply: relay.Reply):
         response = HttpResponse(reply.body, status=reply.status)
     else:
         response = StreamingHttpResponse(reply.stream, status=reply.status)
+        response.relay_reply = reply  # the ASGI front may write its events through
     for name, value in reply.headers:
         response[name.decode("latin-1")] = value.decode("latin-1")
     return response

@@ -1,9 +1,9 @@
 """The relay side of the Redis bus: one blocking XREAD over every stream a process relays,
-fanned out to its readers, which waits `read_coalesce` between reads only while several
-streams are writing; and for a new reader, a read of its stream alone until its first
-entries arrive (added time to first delta c=1 +20 -> +7 ms: 2026-11-22, 01a2d88). The
-shared read against an XREAD per subscriber is still to be measured (docs/architecture.md's
-ledger).
+fanned out to its readers (a stream's entries of one read as one entry), which waits
+`read_coalesce` between reads only while several streams are writing; and for a new
+reader, a read of its stream alone until its first entries arrive (added time to first
+delta c=1 +20 -> +7 ms: 2026-11-22, 01a2d88). The shared read against an XREAD per
+subscriber is still to be measured (docs/architecture.md's ledger).
 """
 import asyncio
 import logging
@@ -147,11 +147,22 @@ class ReadHub:
             await self.client.expire(self.wake_key, WAKE_KEY_TTL_SECONDS)
             self.wake_refresh_due = now + WAKE_KEY_REFRESH_SECONDS
 
-    def _to_read(self, subscription: Subscription) -> bool:
-        return not subscription.ended and subscription not in self.first_reads
-
-    def _lowest_cursor(self, key: str) -> int:
-        return min(s.cursor for s in self.subscribers[key])
+    def _read_from(self) -> dict[str, int]:
+        """Each stream to read, from its readers' lowest cursor: a stream whose every
+        reader has its end queued, or a first read of its own under way, is not read. (A
+        loop over every stream held, on every read: kept plain.)"""
+        first_reads = self.first_reads
+        read_from = {}
+        for key, group in self.subscribers.items():
+            wanted, lowest = False, None
+            for subscription in group:
+                if not subscription.ended and subscription not in first_reads:
+                    wanted = True
+                if lowest is None or subscription.cursor < lowest:
+                    lowest = subscription.cursor
+            if wanted:
+                read_from[key] = lowest
+        return read_from
 
     async def _read_forever(self) -> None:
         try:
@@ -160,9 +171,7 @@ class ReadHub:
                 # a stream whose every reader has its end queued, or a first read of its
                 # own under way, is not read; when no stream is left the read stops (a
                 # subscribe or a first read done starts it again, with no wake-up)
-                read_from = {key: self._lowest_cursor(key)
-                             for key, group in self.subscribers.items()
-                             if any(self._to_read(s) for s in group)}
+                read_from = self._read_from()
                 if not read_from:
                     break
                 streams = {self.wake_key: self.wake_id}
@@ -181,14 +190,15 @@ class ReadHub:
                         self.wake_id = entries[-1][0]
                         continue
                     delivered += 1
+                    decoded = _joined([decode(entry_id, fields) for entry_id, fields in entries])
                     for subscription in list(self.subscribers.get(key, ())):
                         if subscription.cursor < read_from[key]:
                             # it joined during this read, from further back: these entries
                             # would skip what it has not seen; its first read or the next
                             # read (from its cursor) serves it
                             continue
-                        for entry_id, fields in entries:
-                            subscription.deliver(decode(entry_id, fields))
+                        for entry in decoded:
+                            subscription.deliver(entry)
                 if delivered > 1 and self.bus.read_coalesce:
                     # under load (several streams wrote meanwhile): let entries of other
                     # streams gather, so that the next XREAD serves many (what this one
@@ -202,3 +212,15 @@ class ReadHub:
                 for subscription in group:
                     subscription.put(failure)
             self.subscribers.clear()
+
+
+def _joined(entries: list) -> list:
+    """A stream's entries of one read as one entry (its events in order, the end if the
+    last has it), so that a reader takes them in one write; as they are if one is an
+    error."""
+    if len(entries) == 1 or any(entry.error is not None for entry in entries):
+        return entries
+    joined = entries[0]
+    for entry in entries[1:]:
+        joined = joined.merged(entry)
+    return [joined]
