@@ -50,9 +50,10 @@ _END_EVENTS = (b"$%d\r\n%b\r\n$%d\r\n%d\r\n$1\r\n4\r\n$1\r\nf\r\n$%d\r\n%d\r\n"
 _ARGS_OF_ENTRY = {False: 9, True: 11}
 
 
-def packed_flush(batch: dict[str, Entry], retention_ms: int, running_ttl_ms: int) -> list[bytes]:
-    """The EVALSHA of APPEND_SCRIPT for `batch` (stream key -> its pending entry), as the
-    byte strings to write (the fields of redis_codec.encode, in its order)."""
+def packed_flush(batch: dict[str, Entry], retention_ms: int, running_ttl_ms: int) -> bytes:
+    """The EVALSHA of APPEND_SCRIPT for `batch` (stream key -> its pending entry), in RESP
+    (the fields of redis_codec.encode, in its order). One byte string: the transport's
+    `writelines` of many small parts cost ~0.7 ms a flush under load."""
     written_at = b"%d" % now_ms()
     time_field = b"\r\n$1\r\nt\r\n$%d\r\n%b\r\n" % (len(written_at), written_at)
     keys, args = [], [b""]
@@ -79,7 +80,8 @@ def packed_flush(batch: dict[str, Entry], retention_ms: int, running_ttl_ms: int
         count += _ARGS_OF_ENTRY[entry.end]
     args[0] = b"*%d\r\n" % count + _HEAD + b"$%d\r\n%d\r\n" % (len(b"%d" % len(batch)),
                                                               len(batch))
-    return [args[0], *keys, *args[1:]]
+    args[0] = args[0] + b"".join(keys)
+    return b"".join(args)
 
 
 def _pairs(fields: dict) -> list:
@@ -98,8 +100,10 @@ async def send_flush(client, batch: dict[str, Entry], retention_ms: int,
     return the script's reply: 1 or the error, per stream. The script is loaded first if
     Redis does not know it (a new or restarted server). Anything but an error reply closes
     the connection (a command cut short leaves its reply unread); the next one connects."""
-    await client.initialize()
     connection = client.connection
+    if connection is None:
+        await client.initialize()
+        connection = client.connection
     command = packed_flush(batch, retention_ms, running_ttl_ms)
     try:
         try:

@@ -31,7 +31,10 @@ class RedisLogWriter:
         self.key = stream_key(response_id)
 
     async def append(self, entry: Entry, urgent: bool = False, soon: bool = False) -> None:
-        await self.shared.append(self.key, entry, urgent or entry.end, soon)
+        if urgent or entry.end:
+            await self.shared.append(self.key, entry, True, soon)
+        else:  # most entries: no coroutine more per chunk
+            self.shared.put(self.key, entry, soon)
 
     async def close(self) -> None:
         self.shared.fenced.discard(self.key)
@@ -62,17 +65,27 @@ class StreamWriter:
         self.due = False       # flush the pending entries without waiting for the timer
         self.timer: asyncio.TimerHandle | None = None
 
-    async def append(self, key: str, entry: Entry, urgent: bool, soon: bool = False) -> None:
+    def put(self, key: str, entry: Entry, soon: bool = False) -> None:
+        """Append an entry whose writer does not wait for it (not urgent)."""
         if key in self.fenced:
             raise StreamFenced(key)
         if key in self.broken:  # a background flush of this stream failed: tell the run
             raise self.broken.pop(key)
         previous = self.pending.get(key)
         self.pending[key] = entry if previous is None else previous.merged(entry)
+        if soon or (self.timer is None and not self.flushing):
+            self._flush_due()  # soon, or nothing pending or in flight: no one to wait for
+
+    async def append(self, key: str, entry: Entry, urgent: bool, soon: bool = False) -> None:
         if not urgent:
-            if soon or (self.timer is None and not self.flushing):
-                self._flush_due()  # soon, or nothing pending or in flight: no one to wait for
+            self.put(key, entry, soon)
             return
+        if key in self.fenced:
+            raise StreamFenced(key)
+        if key in self.broken:
+            raise self.broken.pop(key)
+        previous = self.pending.get(key)
+        self.pending[key] = entry if previous is None else previous.merged(entry)
         sent = asyncio.get_running_loop().create_future()
         self.waiting.append((key, sent))
         self._flush_due()

@@ -141,20 +141,29 @@ class StreamedResponse:
         otherwise every piece as soon as it arrives (alone, nothing is held back).
 
         Pacing pauses the socket and sets a timer to resume it; the reader waits for the
-        data that follows, so a paced read costs one wake-up of the reading task."""
+        data that follows, so a paced read costs one wake-up of the reading task. A read
+        of one piece that came a whole interval or more after the one before (a stream as
+        slow as the interval, or slower: a model's pace of 20 tokens a second) is not
+        followed by a pause, which would hold nothing back and cost a timer, a callback and
+        the socket's pause and resume per chunk (worker CPU per 50 ms-paced response at
+        300 streams in bench/README.md, issue 31)."""
         connection = self.connection
         loop = asyncio.get_running_loop()
+        previous_read_at = -read_interval
         while True:
-            if not connection.body:
+            body = connection.body
+            if not body:
                 if connection.complete:
                     return
                 await connection.body_arrived(self.idle_timeout)
                 continue
             read_at = loop.time()
-            data = b"".join(connection.body)
-            connection.body.clear()
+            slow = len(body) == 1 and read_at - previous_read_at >= read_interval
+            previous_read_at = read_at
+            data = body[0] if len(body) == 1 else b"".join(body)
+            body.clear()
             yield data  # more may arrive meanwhile, even the end: the loop takes it next
-            if (self.paced and read_interval > 0 and not connection.complete
+            if (self.paced and read_interval > 0 and not slow and not connection.complete
                     and self.client.streaming > 1):
                 wait = read_interval - (loop.time() - read_at)
                 if wait > 0:
