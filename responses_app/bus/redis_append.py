@@ -1,37 +1,54 @@
 """One flush of a worker loop's pending entries as one Redis command: the script that
 appends them (APPEND_SCRIPT) and its EVALSHA call, packed here in RESP by hand.
 
-redis-py packs a command argument by argument (a type check and an encode each; a flush of
-n streams has 10n arguments), ~8-11 us per stream on this machine; this packs each entry's
-arguments with one `%` format and sends the parts as they are: 0.9-1.1 us per stream
-(2026-11-27, /tmp micro-benchmark of 50-stream flushes), about a fifth of the worker's
-CPU per 50 ms-paced chunk at 300 streams (bench/README.md, issue 31; docs/architecture.md's
-ledger). The reply (one result per stream) is still read and parsed by redis-py (hiredis).
+Measured 2026-11-27 (issue 31; docs/architecture.md's ledger), in process on the loaded
+2-core machine: redis-py builds and packs a command argument by argument (a type check and
+an encode each; the former layout had 9-11 arguments per stream), 15.6-25.0 us per stream
+entry of a 50-stream flush; this packs each entry with one `%` format, 1.0-1.9 us, sent as
+one byte string (the transport's `writelines` of many small parts cost ~0.7 ms a flush).
+The script takes 4 arguments per stream and the field names and write time once: Redis
+spends 21.7 vs 27.3 us per 10-stream flush, 92 vs 114 us per 50-stream one (a quiet
+Redis, commandstats). The reply (one result per stream) is read by redis-py (hiredis).
 """
 import hashlib
 
+import orjson
 from redis.exceptions import NoScriptError, ResponseError
 
 from .entries import Entry, now_ms
-from .redis_codec import encode, entry_id_of
+from .redis_codec import END_MARKER_ID, ERROR_ENTRY_ID
 
-# One flush of a process's pending entries: for each stream (KEYS[i]), ARGV holds its
-# entry id, the TTL to set in ms (0: leave it), its number of fields, then the fields.
-# A refused XADD (an id at or below the top: another writer's stream) is that stream's
-# error, the others go on. One command instead of a pipeline of one or two per stream: the
-# client's cost of a command (packing, a reply to await and parse) is paid once per flush.
+# One flush of a process's pending entries. ARGV[1..3]: the write time (Unix ms, field `t`
+# of every entry), the TTL in ms of an ended stream and of a stream's first entry. Then for
+# each stream (KEYS[i]) 4 arguments: its entry id, the first sequence number (field `f`),
+# its kind ('' events, 'e' events with the end, 'x' the run's HTTP error) and its data
+# (field `d`: the events' JSON lines; `x`: the error's JSON). These are redis_codec's
+# fields. A refused XADD (an id at or below the top: another writer's stream) is that
+# stream's error, the others go on. One command instead of a pipeline of one or two per
+# stream: the client's cost of a command (packing, a reply to await and parse) is paid
+# once per flush.
 APPEND_SCRIPT = """
+local now, retention, running = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local results = {}
-local at = 1
+local at = 4
 for i, key in ipairs(KEYS) do
-    local id, ttl, fields = ARGV[at], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
-    local added = redis.pcall('XADD', key, id, unpack(ARGV, at + 3, at + 2 + 2 * fields))
-    at = at + 3 + 2 * fields
+    local id, first, kind, data = ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
+    at = at + 4
+    local added
+    if kind == '' then
+        added = redis.pcall('XADD', key, id, 'f', first, 'd', data, 't', now)
+    elseif kind == 'e' then
+        added = redis.pcall('XADD', key, id, 'f', first, 'd', data, 't', now, 'e', '1')
+    else
+        added = redis.pcall('XADD', key, id, 'x', data, 't', now)
+    end
     if type(added) == 'table' and added.err then
         results[i] = added.err
     else
-        if ttl > 0 then
-            redis.call('PEXPIRE', key, ttl)
+        if kind ~= '' then
+            redis.call('PEXPIRE', key, retention)
+        elseif first == '0' then
+            redis.call('PEXPIRE', key, running)
         end
         results[i] = 1
     end
@@ -40,57 +57,41 @@ return results
 """
 SCRIPT_SHA = hashlib.sha1(APPEND_SCRIPT.encode()).hexdigest().encode()
 _HEAD = b"$7\r\nEVALSHA\r\n$40\r\n" + SCRIPT_SHA + b"\r\n"
-
-# An entry's arguments after its key: id, ttl, field count, then f, d, t (and e) with
-# their values; the ids and times are ASCII digits.
-_EVENTS = (b"$%d\r\n%b\r\n$%d\r\n%d\r\n$1\r\n3\r\n$1\r\nf\r\n$%d\r\n%d\r\n"
-           b"$1\r\nd\r\n$%d\r\n")
-_END_EVENTS = (b"$%d\r\n%b\r\n$%d\r\n%d\r\n$1\r\n4\r\n$1\r\nf\r\n$%d\r\n%d\r\n"
-               b"$1\r\nd\r\n$%d\r\n")
-_ARGS_OF_ENTRY = {False: 9, True: 11}
+_ERROR_ID = b"$3\r\n%b\r\n" % ERROR_ENTRY_ID.encode()
+_END_MARKER_ID = b"$3\r\n%b\r\n" % END_MARKER_ID.encode()
 
 
 def packed_flush(batch: dict[str, Entry], retention_ms: int, running_ttl_ms: int) -> bytes:
-    """The EVALSHA of APPEND_SCRIPT for `batch` (stream key -> its pending entry), in RESP
-    (the fields of redis_codec.encode, in its order). One byte string: the transport's
-    `writelines` of many small parts cost ~0.7 ms a flush under load."""
-    written_at = b"%d" % now_ms()
-    time_field = b"\r\n$1\r\nt\r\n$%d\r\n%b\r\n" % (len(written_at), written_at)
-    keys, args = [], [b""]
-    count = 3 + len(batch)
+    """The EVALSHA of APPEND_SCRIPT for `batch` (stream key -> its pending entry), in RESP:
+    one byte string."""
+    head = [b"*%d\r\n" % (6 + 5 * len(batch)), _HEAD, _number(len(batch))]
+    args = [_number(now_ms()), _number(retention_ms), _number(running_ttl_ms)]
     for key, entry in batch.items():
-        keys.append(b"$%d\r\n%b\r\n" % (len(key), key.encode()))
-        ttl = retention_ms if entry.end else (running_ttl_ms if entry.first == 0 else 0)
-        if entry.error is not None:  # the run's HTTP error: rare, packed field by field
-            fields = [entry_id_of(entry), ttl, 2, *_pairs(encode(entry))]
-            args += [_bulk(b"%d" % value if isinstance(value, int) else value)
-                     for value in fields]
-            count += len(fields)
+        head.append(b"$%d\r\n%b\r\n" % (len(key), key.encode()))
+        if entry.error is not None:  # the run's HTTP error (rare)
+            args += (_ERROR_ID, b"$2\r\n-1\r\n$1\r\nx\r\n", _bulk(orjson.dumps(entry.error)))
             continue
-        entry_id = entry_id_of(entry).encode()
+        if entry.first > entry.last:
+            entry_id = _END_MARKER_ID
+        else:
+            last = b"%d" % entry.last
+            entry_id = b"$%d\r\n1-%b\r\n" % (len(last) + 2, last)
         first = b"%d" % entry.first
         data = b"\n".join(entry.events)
-        template = _END_EVENTS if entry.end else _EVENTS
-        args.append(template % (len(entry_id), entry_id, len(b"%d" % ttl), ttl,
-                                len(first), entry.first, len(data)))
+        args.append(b"%b$%d\r\n%b\r\n%b$%d\r\n" % (entry_id, len(first), first,
+                                                   b"$1\r\ne\r\n" if entry.end else b"$0\r\n\r\n",
+                                                   len(data)))
         args.append(data)
-        args.append(time_field)
-        if entry.end:
-            args.append(b"$1\r\ne\r\n$1\r\n1\r\n")
-        count += _ARGS_OF_ENTRY[entry.end]
-    args[0] = b"*%d\r\n" % count + _HEAD + b"$%d\r\n%d\r\n" % (len(b"%d" % len(batch)),
-                                                              len(batch))
-    args[0] = args[0] + b"".join(keys)
-    return b"".join(args)
+        args.append(b"\r\n")
+    return b"".join(head) + b"".join(args)
 
 
-def _pairs(fields: dict) -> list:
-    return [part for pair in fields.items() for part in pair]
+def _number(value: int) -> bytes:
+    digits = b"%d" % value
+    return b"$%d\r\n%b\r\n" % (len(digits), digits)
 
 
-def _bulk(value: bytes | str) -> bytes:
-    if isinstance(value, str):
-        value = value.encode()
+def _bulk(value: bytes) -> bytes:
     return b"$%d\r\n%b\r\n" % (len(value), value)
 
 
