@@ -147,7 +147,9 @@ class Connection(asyncio.Protocol):
 
     def on_body(self, body: bytes) -> None:
         self.body.append(body)
-        self._wake()
+        waiter = self.waiter  # _wake(), inline: once per HTTP chunk
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def on_message_complete(self) -> None:
         self.complete = True

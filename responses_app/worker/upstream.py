@@ -229,14 +229,14 @@ async def _chunk_batches(response: StreamedResponse, read_interval: float):
     finishing = False
     try:
         async for data in response.batches(read_interval):
-            buffer += data
+            buffer = buffer + data if buffer else data  # usually whole events: no copy
             if b"\n" not in data:
                 continue
             nul = may_hold_nul(buffer)  # one look for the whole read, not one per chunk
             *lines, buffer = buffer.split(b"\n")
             batch = []
             for line in lines:
-                if not line.startswith(b"data:"):
+                if line[:5] != b"data:":
                     continue  # comments, event names, blank lines
                 payload = line[5:].strip()
                 if payload == b"[DONE]":
