@@ -13,6 +13,7 @@ Redis, commandstats). The reply (one result per stream) is read by redis-py (hir
 import hashlib
 
 import orjson
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
 
 from .entries import Entry, now_ms
@@ -99,23 +100,34 @@ async def send_flush(client, batch: dict[str, Entry], retention_ms: int,
                      running_ttl_ms: int) -> list:
     """Send the flush on `client`'s one connection (redis_codec.one_connection_client) and
     return the script's reply: 1 or the error, per stream. The script is loaded first if
-    Redis does not know it (a new or restarted server). Anything but an error reply closes
-    the connection (a command cut short leaves its reply unread); the next one connects."""
+    Redis does not know it (a new or restarted server); a connection that fails is made
+    again and the flush sent once more (as redis-py's retry did: a server restarted since
+    the last flush). Anything but an error reply closes the connection (a command cut
+    short leaves its reply unread); the next one connects."""
     connection = client.connection
     if connection is None:
         await client.initialize()
         connection = client.connection
     command = packed_flush(batch, retention_ms, running_ttl_ms)
-    try:
+    for attempt in (1, 2):
         try:
-            await connection.send_packed_command(command, check_health=False)
-            return await connection.read_response()
-        except NoScriptError:
-            await client.script_load(APPEND_SCRIPT)
-            await connection.send_packed_command(command, check_health=False)
-            return await connection.read_response()
-    except ResponseError:
-        raise
-    except BaseException:
-        await connection.disconnect(nowait=True)
-        raise
+            return await _sent(client, connection, command)
+        except ResponseError:
+            raise
+        except RedisConnectionError:
+            await connection.disconnect(nowait=True)
+            if attempt == 2:
+                raise
+        except BaseException:
+            await connection.disconnect(nowait=True)
+            raise
+
+
+async def _sent(client, connection, command: bytes) -> list:
+    try:
+        await connection.send_packed_command(command, check_health=False)
+        return await connection.read_response()
+    except NoScriptError:
+        await client.script_load(APPEND_SCRIPT)
+        await connection.send_packed_command(command, check_health=False)
+        return await connection.read_response()
