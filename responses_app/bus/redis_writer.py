@@ -3,8 +3,12 @@
 Writers coalesce under load: an entry written while a flush is in flight or others wait
 gathers with them for up to `flush_interval` (entries of a stream become one Redis entry),
 and all pending streams go out in one script call (redis_append.py: an XADD per stream,
-and its PEXPIRE when due); an entry alone goes out at once, as do urgent ones (the end, whose
-writer waits for it) and soon ones (the first text, whose writer goes on). Against a
+and its PEXPIRE when due). An entry alone goes out at once, unless the last flush started
+less than `flush_tick` ago (STREAM_FLUSH_TICK_MS): it then waits for the rest of that tick
+with whatever other runs write meanwhile (issue 31: fewer flushes, Redis script calls and
+wake-ups of the web readers at hundreds of paced streams; bench/README.md). Urgent entries
+(the end, whose writer waits for it) and soon ones (the first text, whose writer goes on)
+go at once. Against a
 pipeline per write under a lock: first-delta append p50 223 -> 6 ms at c=100 (2026-11-22,
 d3ec5ef; docs/architecture.md's ledger).
 """
@@ -64,6 +68,8 @@ class StreamWriter:
         self.flushing = False  # the flusher task is running
         self.due = False       # flush the pending entries without waiting for the timer
         self.timer: asyncio.TimerHandle | None = None
+        self.flushed_at = 0.0  # loop time of the last flush's start
+        self.loop = asyncio.get_running_loop()
 
     def put(self, key: str, entry: Entry, soon: bool = False) -> None:
         """Append an entry whose writer does not wait for it (not urgent)."""
@@ -73,8 +79,14 @@ class StreamWriter:
             raise self.broken.pop(key)
         previous = self.pending.get(key)
         self.pending[key] = entry if previous is None else previous.merged(entry)
-        if soon or (self.timer is None and not self.flushing):
-            self._flush_due()  # soon, or nothing pending or in flight: no one to wait for
+        if soon:
+            self._flush_due()
+        elif self.timer is None and not self.flushing:  # nothing pending or in flight
+            wait = self.flushed_at + self.bus.flush_tick - self.loop.time()
+            if wait > 0:  # the last flush was less than a tick ago: gather until then
+                self.timer = self.loop.call_later(wait, self._flush_due)
+            else:
+                self._flush_due()
 
     async def append(self, key: str, entry: Entry, urgent: bool, soon: bool = False) -> None:
         if not urgent:
@@ -112,6 +124,7 @@ class StreamWriter:
         try:
             while self.due and self.pending:
                 self.due = False
+                self.flushed_at = self.loop.time()
                 batch, self.pending = self.pending, {}
                 waiting, self.waiting = self.waiting, []
                 failures = await self._send(batch)
