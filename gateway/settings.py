@@ -186,9 +186,13 @@ EVENT_RETENTION_SECONDS = env.int("EVENT_RETENTION_SECONDS", default=24 * 3600)
 # entries that find a flush to Redis in flight gather for up to STREAM_FLUSH_INTERVAL_MS (an
 # end is urgent: it goes right after that flush), and a web process relaying several busy
 # streams waits as long between its reads of the bus. A run alone goes through as its
-# chunks arrive.
+# chunks arrive, and so does a stream whose chunks come STREAM_BATCH_MS apart or more.
 STREAM_BATCH_MS = env.float("STREAM_BATCH_MS", default=50.0)
 STREAM_FLUSH_INTERVAL_MS = env.float("STREAM_FLUSH_INTERVAL_MS", default=20.0)
+# A worker process's flushes to Redis are at least this far apart: entries of all its runs
+# written meanwhile go in the next flush (one script call, one wake-up of each web reader),
+# each waiting at most this long; 0 sends an entry that finds nothing in flight at once.
+STREAM_FLUSH_TICK_MS = env.float("STREAM_FLUSH_TICK_MS", default=10.0)
 # The longest a run may take end to end.
 RUN_DEADLINE_SECONDS = env.int("RUN_DEADLINE_SECONDS", default=3600)
 # POST /cancel waits this long for a running response to stop and store what it produced.

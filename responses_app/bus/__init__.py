@@ -32,4 +32,5 @@ def redis_event_bus():
         run_deadline_seconds=settings.RUN_DEADLINE_SECONDS,
         flush_interval=settings.STREAM_FLUSH_INTERVAL_MS / 1000,
         read_coalesce=settings.STREAM_FLUSH_INTERVAL_MS / 1000,
+        flush_tick=settings.STREAM_FLUSH_TICK_MS / 1000,
     )

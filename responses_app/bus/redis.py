@@ -35,11 +35,12 @@ return 1
 
 class RedisEventBus:
     def __init__(self, url: str, *, retention_seconds: int, run_deadline_seconds: int,
-                 flush_interval: float, read_coalesce: float = 0.0):
+                 flush_interval: float, read_coalesce: float = 0.0, flush_tick: float = 0.0):
         self.url = url
         self.retention_ms = retention_seconds * 1000
         self.running_ttl_ms = (run_deadline_seconds + retention_seconds) * 1000
         self.flush_interval = flush_interval
+        self.flush_tick = flush_tick  # the writer's shortest time between two flushes
         self.read_coalesce = read_coalesce
         self._writers: dict = {}  # event loop -> StreamWriter
         self._hubs: dict = {}     # event loop -> ReadHub

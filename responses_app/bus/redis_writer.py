@@ -2,9 +2,13 @@
 
 Writers coalesce under load: an entry written while a flush is in flight or others wait
 gathers with them for up to `flush_interval` (entries of a stream become one Redis entry),
-and all pending streams go out in one script call (APPEND_SCRIPT: an XADD per stream, and
-its PEXPIRE when due); an entry alone goes out at once, as do urgent ones (the end, whose
-writer waits for it) and soon ones (the first text, whose writer goes on). Against a
+and all pending streams go out in one script call (redis_append.py: an XADD per stream,
+and its PEXPIRE when due). An entry alone goes out at once, unless the last flush started
+less than `flush_tick` ago (STREAM_FLUSH_TICK_MS): it then waits for the rest of that tick
+with whatever other runs write meanwhile (issue 31: fewer flushes, Redis script calls and
+wake-ups of the web readers at hundreds of paced streams; bench/README.md). Urgent entries
+(the end, whose writer waits for it) and soon ones (the first text, whose writer goes on)
+go at once. Against a
 pipeline per write under a lock: first-delta append p50 223 -> 6 ms at c=100 (2026-11-22,
 d3ec5ef; docs/architecture.md's ledger).
 """
@@ -14,36 +18,14 @@ import logging
 from redis.exceptions import ResponseError
 
 from .entries import Entry, StreamFenced
-from .redis_codec import encode, entry_id_of, one_connection_client, stream_key
+from .redis_append import send_flush
+from .redis_codec import one_connection_client, stream_key
 
 log = logging.getLogger(__name__)
 
 REFUSED_ID = "equal or smaller than the target stream top item"  # XADD's error for that
 FLUSH_TIMEOUT_SECONDS = 10.0  # a flush not answered by then failed (Redis unreachable)
 
-# One flush of a process's pending entries: for each stream (KEYS[i]), ARGV holds its
-# entry id, the TTL to set in ms (0: leave it), its number of fields, then the fields.
-# A refused XADD (an id at or below the top: another writer's stream) is that stream's
-# error, the others go on. One command instead of a pipeline of one or two per stream: the
-# client's cost of a command (packing, a reply to await and parse) is paid once per flush.
-APPEND_SCRIPT = """
-local results = {}
-local at = 1
-for i, key in ipairs(KEYS) do
-    local id, ttl, fields = ARGV[at], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
-    local added = redis.pcall('XADD', key, id, unpack(ARGV, at + 3, at + 2 + 2 * fields))
-    at = at + 3 + 2 * fields
-    if type(added) == 'table' and added.err then
-        results[i] = added.err
-    else
-        if ttl > 0 then
-            redis.call('PEXPIRE', key, ttl)
-        end
-        results[i] = 1
-    end
-end
-return results
-"""
 
 class RedisLogWriter:
     """The run's handle on one response's stream."""
@@ -53,7 +35,10 @@ class RedisLogWriter:
         self.key = stream_key(response_id)
 
     async def append(self, entry: Entry, urgent: bool = False, soon: bool = False) -> None:
-        await self.shared.append(self.key, entry, urgent or entry.end, soon)
+        if urgent or entry.end:
+            await self.shared.append(self.key, entry, True, soon)
+        else:  # most entries: no coroutine more per chunk
+            self.shared.put(self.key, entry, soon)
 
     async def close(self) -> None:
         self.shared.fenced.discard(self.key)
@@ -76,7 +61,6 @@ class StreamWriter:
     def __init__(self, bus):
         self.bus = bus
         self.client = one_connection_client(bus.url)  # one flush in flight at a time
-        self.append_script = self.client.register_script(APPEND_SCRIPT)
         self.pending: dict[str, Entry] = {}
         self.waiting: list[tuple[str, asyncio.Future]] = []  # urgent writers, by stream
         self.fenced: set[str] = set()
@@ -84,18 +68,36 @@ class StreamWriter:
         self.flushing = False  # the flusher task is running
         self.due = False       # flush the pending entries without waiting for the timer
         self.timer: asyncio.TimerHandle | None = None
+        self.flushed_at = 0.0  # loop time of the last flush's start
+        self.loop = asyncio.get_running_loop()
 
-    async def append(self, key: str, entry: Entry, urgent: bool, soon: bool = False) -> None:
+    def put(self, key: str, entry: Entry, soon: bool = False) -> None:
+        """Append an entry whose writer does not wait for it (not urgent)."""
         if key in self.fenced:
             raise StreamFenced(key)
         if key in self.broken:  # a background flush of this stream failed: tell the run
             raise self.broken.pop(key)
         previous = self.pending.get(key)
         self.pending[key] = entry if previous is None else previous.merged(entry)
+        if soon:
+            self._flush_due()
+        elif self.timer is None and not self.flushing:  # nothing pending or in flight
+            wait = self.flushed_at + self.bus.flush_tick - self.loop.time()
+            if wait > 0:  # the last flush was less than a tick ago: gather until then
+                self.timer = self.loop.call_later(wait, self._flush_due)
+            else:
+                self._flush_due()
+
+    async def append(self, key: str, entry: Entry, urgent: bool, soon: bool = False) -> None:
         if not urgent:
-            if soon or (self.timer is None and not self.flushing):
-                self._flush_due()  # soon, or nothing pending or in flight: no one to wait for
+            self.put(key, entry, soon)
             return
+        if key in self.fenced:
+            raise StreamFenced(key)
+        if key in self.broken:
+            raise self.broken.pop(key)
+        previous = self.pending.get(key)
+        self.pending[key] = entry if previous is None else previous.merged(entry)
         sent = asyncio.get_running_loop().create_future()
         self.waiting.append((key, sent))
         self._flush_due()
@@ -122,6 +124,7 @@ class StreamWriter:
         try:
             while self.due and self.pending:
                 self.due = False
+                self.flushed_at = self.loop.time()
                 batch, self.pending = self.pending, {}
                 waiting, self.waiting = self.waiting, []
                 failures = await self._send(batch)
@@ -143,26 +146,16 @@ class StreamWriter:
     async def _send(self, batch: dict[str, Entry]) -> dict[str, Exception]:
         """One script call for the batch; the streams whose write failed, with the failure
         (also kept in `broken`, for writers that did not wait). Refused writes fence."""
-        keys, args = list(batch), []
-        for entry in batch.values():
-            ttl = 0
-            if entry.end:
-                ttl = self.bus.retention_ms
-            elif entry.first == 0:
-                ttl = self.bus.running_ttl_ms
-            fields = encode(entry)
-            args += (entry_id_of(entry), ttl, len(fields))
-            for name, value in fields.items():
-                args += (name, value)
         failures = {}
         try:
             async with asyncio.timeout(FLUSH_TIMEOUT_SECONDS):
-                results = await self.append_script(keys=keys, args=args)
+                results = await send_flush(self.client, batch, self.bus.retention_ms,
+                                           self.bus.running_ttl_ms)
         except Exception as exc:  # Redis unreachable: every run in the batch must know
             log.warning("event stream flush failed: %s", exc)
             failures = dict.fromkeys(batch, exc)
         else:
-            for key, result in zip(keys, results):
+            for key, result in zip(batch, results):
                 if result == 1:
                     continue
                 error = result.decode(errors="replace")

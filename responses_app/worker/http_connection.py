@@ -28,11 +28,14 @@ class Connection(asyncio.Protocol):
         self.closed = False
         self.idle_since = 0.0
         self.resume_timer: asyncio.TimerHandle | None = None
+        self.idle_timer: asyncio.TimerHandle | None = None
+        self.wait_deadline = 0.0
+        self.loop = asyncio.get_running_loop()
         self.reset()
 
     def reset(self) -> None:
         self.parser = httptools.HttpResponseParser(self)
-        self.head_received = asyncio.get_running_loop().create_future()
+        self.head_received = self.loop.create_future()
         self.status = 0
         self.headers: dict[str, str] = {}
         self.body: list[bytes] = []
@@ -52,24 +55,40 @@ class Connection(asyncio.Protocol):
 
     async def body_arrived(self, timeout: float) -> None:
         """Wait for more of the body (or its end); TimeoutError after `timeout` seconds
-        without a byte (a paused socket's pause counts: it is far shorter)."""
+        without a byte (a paused socket's pause counts: it is far shorter).
+
+        One idle timer per connection, not one per wait: when it fires it times out the
+        wait in progress if that wait is `timeout` old, else it is set again for when it
+        will be (a timer made and cancelled per read, for every 50 ms-paced chunk; the
+        gain is in http_stream's docstring)."""
         if self.failure is not None:
             raise self.failure
-        loop = asyncio.get_running_loop()
+        loop = self.loop
         waiter = self.waiter = loop.create_future()
-        timer = loop.call_later(timeout, _time_out, waiter)
+        self.wait_deadline = loop.time() + timeout
+        if self.idle_timer is None:
+            self.idle_timer = loop.call_at(self.wait_deadline, self._idle_check)
         try:
             await waiter
         finally:
             self.waiter = None
-            timer.cancel()
+
+    def _idle_check(self) -> None:
+        self.idle_timer = None
+        waiter = self.waiter
+        if waiter is None or waiter.done():
+            return  # no wait in progress: the next one sets the timer
+        if self.loop.time() >= self.wait_deadline:
+            waiter.set_exception(TimeoutError())
+        else:
+            self.idle_timer = self.loop.call_at(self.wait_deadline, self._idle_check)
 
     def pause_for(self, seconds: float) -> None:
         """Stop reading the socket for `seconds`: what arrives meanwhile waits in the
         kernel and comes in one read."""
         if not self.closed:
             self.transport.pause_reading()
-            self.resume_timer = asyncio.get_running_loop().call_later(seconds, self.resume)
+            self.resume_timer = self.loop.call_later(seconds, self.resume)
 
     def resume(self) -> None:
         self.resume_timer = None
@@ -77,9 +96,10 @@ class Connection(asyncio.Protocol):
             self.transport.resume_reading()
 
     def close(self) -> None:
-        if self.resume_timer is not None:
-            self.resume_timer.cancel()
-            self.resume_timer = None
+        for timer in (self.resume_timer, self.idle_timer):
+            if timer is not None:
+                timer.cancel()
+        self.resume_timer = self.idle_timer = None
         if not self.closed:
             self.closed = True
             self.transport.close()
@@ -127,7 +147,9 @@ class Connection(asyncio.Protocol):
 
     def on_body(self, body: bytes) -> None:
         self.body.append(body)
-        self._wake()
+        waiter = self.waiter  # _wake(), inline: once per HTTP chunk
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def on_message_complete(self) -> None:
         self.complete = True
@@ -146,7 +168,3 @@ class Connection(asyncio.Protocol):
         if self.waiter is not None and not self.waiter.done():
             self.waiter.set_exception(failure)
 
-
-def _time_out(waiter: asyncio.Future) -> None:
-    if not waiter.done():
-        waiter.set_exception(TimeoutError())

@@ -87,7 +87,7 @@ class _ClaimedWriter:
         self.writer, self.claim = writer, claim
 
     async def append(self, entry: Entry, urgent: bool = False, soon: bool = False) -> None:
-        if not await self.claim.owned():  # a confirmed claim is a done task: no wait
+        if not self.claim.confirmed and not await self.claim.owned():
             raise RunNotClaimed(self.claim.response_id)
         await self.writer.append(entry, urgent, soon)
 

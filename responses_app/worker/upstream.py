@@ -229,14 +229,14 @@ async def _chunk_batches(response: StreamedResponse, read_interval: float):
     finishing = False
     try:
         async for data in response.batches(read_interval):
-            buffer += data
+            buffer = buffer + data if buffer else data  # usually whole events: no copy
             if b"\n" not in data:
                 continue
             nul = may_hold_nul(buffer)  # one look for the whole read, not one per chunk
             *lines, buffer = buffer.split(b"\n")
             batch = []
             for line in lines:
-                if not line.startswith(b"data:"):
+                if line[:5] != b"data:":
                     continue  # comments, event names, blank lines
                 payload = line[5:].strip()
                 if payload == b"[DONE]":
@@ -247,7 +247,7 @@ async def _chunk_batches(response: StreamedResponse, read_interval: float):
                 yield batch
                 if finishing:
                     continue
-                if any(_finishes(chunk) for chunk in reversed(batch)):  # it is near the end
+                if _finish_in(batch):  # it is near the end
                     finishing = True
                     response.unpace()
                 elif not response.paced and any(_has_output(chunk) for chunk in batch):
@@ -271,8 +271,13 @@ def _has_output(chunk: dict) -> bool:
     return False
 
 
-def _finishes(chunk: dict) -> bool:
-    return any(choice.get("finish_reason") for choice in chunk.get("choices") or ())
+def _finish_in(batch: list) -> bool:
+    """Whether a chunk of `batch` carries a finish reason (plain loops: this runs per read)."""
+    for chunk in batch:
+        for choice in chunk.get("choices") or ():
+            if choice.get("finish_reason"):
+                return True
+    return False
 
 
 def _decode(payload: bytes, nul: bool) -> dict:
