@@ -8,6 +8,14 @@ query ranks them), then, if that is fewer than `candidates`, those holding any; 
 in `ts_rank` order, ties by chunk id, a chunk ranked in its first tier only. Each tier
 ranks at most TEXT_MATCHES_RANKED matches (the first the GIN index finds).
 
+With a filter (the scope's files named), the tiers are one statement, in the search's
+second round trip: the filter's matches of any word, each ranked in its tier (all the
+words, two or more, one); the tiers' order as before, identical whenever the filter's
+files hold at most TEXT_MATCHES_RANKED matches of any word (above that, its two-word tier
+is what the first of those hold, not the store's first two-word matches). With a filter
+the two-word tier held ~9 of a filter's chunks at the median and the any-word tier, a
+third round trip, ran in 88 and 96 searches of 100 (`eq`, `and`; bench/README.md).
+
 The tiers follow `ts_rank`'s own order (no corpus statistics: a lexeme counts 0.061 once,
 at most 0.1 however often, so two lexemes outrank any one) and let the ranking read few
 rows: `ts_rank` reads each match's row, and any word of a query of common words matches a
@@ -19,9 +27,9 @@ bench/README.md).
 """
 from itertools import combinations
 
-from django.contrib.postgres.search import SearchQuery, SearchRank
-from django.db.models import BooleanField, Case, F, FloatField, Value, When
-from django.db.models.expressions import CombinedExpression
+from django.contrib.postgres.search import SearchQuery, SearchQueryField, SearchRank
+from django.db.models import BooleanField, Case, F, FloatField, IntegerField, Value, When
+from django.db.models.expressions import CombinedExpression, RawSQL
 
 from .models import Chunk
 from .statements import Statement, run_together
@@ -36,7 +44,8 @@ def lexemes_statement(query: str) -> Statement:
 
 def first_statement(scope, lexemes: list[tuple], candidates: int) -> Statement | None:
     """The statement of the ranking's first tier (lexemes_statement's rows given): the
-    chunks holding all the query's lexemes, then two or more; None if nothing can match."""
+    chunks holding all the query's lexemes, then two or more (with a filter, then any:
+    every tier); None if nothing can match."""
     terms = _terms(lexemes)
     if not scope.chunk_count or not terms:
         return None
@@ -44,6 +53,8 @@ def first_statement(scope, lexemes: list[tuple], candidates: int) -> Statement |
     if len(terms) == 1:
         return _ranked_matches(scope, every, candidates)
     two = " | ".join(f"({a} & {b})" for a, b in combinations(terms, 2))
+    if scope.narrowed:  # every tier at once, in the filter's matches of any word
+        return _ranked_matches(scope, " | ".join(terms), candidates, first=every, then=two)
     return _ranked_matches(scope, two, candidates, first=every, by_store=True)
 
 
@@ -56,7 +67,7 @@ def text_ranking(scope, lexemes: list[tuple], candidates: int,
         return []
     ranked = [chunk_id for chunk_id, in first]
     terms = _terms(lexemes)
-    if len(ranked) < candidates and len(terms) > 1:
+    if len(ranked) < candidates and len(terms) > 1 and not scope.narrowed:
         seen = set(ranked)
         [rows] = run_together(_ranked_matches(scope, " | ".join(terms),
                                               candidates + len(ranked)))
@@ -76,7 +87,7 @@ def _quoted(lexeme: str) -> str:
 
 
 def _ranked_matches(scope, raw_query: str, candidates: int, first: str | None = None,
-                    by_store: bool = False) -> Statement:
+                    then: str | None = None, by_store: bool = False) -> Statement:
     """The statement of the best `candidates` of the first TEXT_MATCHES_RANKED matches (those matching
     `first` before the others), ranked in the scan that finds them and sorted around it.
     Ranking them around a subquery of their ids read each match's row twice (the scan, then
@@ -87,14 +98,19 @@ def _ranked_matches(scope, raw_query: str, candidates: int, first: str | None = 
     `by_store`, for a query matching few chunks: the matches are found in the stores and
     those of the scope's files kept after; the files named in the scan made the planner
     intersect the GIN index's matches with the file index's rows for every file (3.3 of
-    the 4.6 ms of a two-word tier's query on 12,000 chunks of 100,000)."""
+    the 4.6 ms of a two-word tier's query on 12,000 chunks of 100,000).
+
+    `then`, a tier between `first` and the others (those matching it ranked as it ranks
+    them)."""
     tsquery = SearchQuery(raw_query, search_type="raw", config="simple")
-    rank, tier = SearchRank(F("tsv"), tsquery), Value(False)
-    if first:  # those ranked as the query of all the words ranks them (ts_rank's AND)
-        every = SearchQuery(first, search_type="raw", config="simple")
-        tier = _matching(every)
-        rank = Case(When(tier, then=SearchRank(F("tsv"), every)), default=rank,
-                    output_field=FloatField())
+    rank, tier = SearchRank(F("tsv"), _parsed_once(raw_query)), Value(0)
+    for level, tier_query in enumerate(filter(None, (then, first)), start=1):
+        # those matching it ranked as it ranks them (`first`, all the words, above `then`)
+        tier_tsquery = _parsed_once(tier_query)
+        rank = Case(When(_matching(tier_tsquery), then=SearchRank(F("tsv"), tier_tsquery)),
+                    default=rank, output_field=FloatField())
+        tier = Case(When(_matching(tier_tsquery), then=Value(level)), default=tier,
+                    output_field=IntegerField())
     where = scope.stores if by_store else scope.chunks
     matches = (Chunk.objects.filter(where, tsv=tsquery)
                .annotate(rank=rank, tier=tier)
@@ -108,6 +124,14 @@ def _ranked_matches(scope, raw_query: str, candidates: int, first: str | None = 
                      [*params, *files, candidates])
 
 
-def _matching(tsquery: SearchQuery) -> CombinedExpression:
+def _parsed_once(raw_query: str) -> RawSQL:
+    """`raw_query` as a tsquery parsed once per statement (an uncorrelated subquery: an
+    InitPlan). `to_tsquery` is only STABLE: written in the ranked columns, Postgres parsed
+    it again for every match (six parses per row with the tiers)."""
+    return RawSQL("(SELECT to_tsquery('simple', %s))", [raw_query],
+                  output_field=SearchQueryField())
+
+
+def _matching(tsquery) -> CombinedExpression:
     """Whether a chunk's full-text vector matches `tsquery` (a boolean column)."""
     return CombinedExpression(F("tsv"), "@@", tsquery, output_field=BooleanField())
