@@ -8,6 +8,17 @@ query ranks them), then, if that is fewer than `candidates`, those holding any; 
 in `ts_rank` order, ties by chunk id, a chunk ranked in its first tier only. Each tier
 ranks at most TEXT_MATCHES_RANKED matches (the first the GIN index finds).
 
+With a filter (the scope's files named), the tiers are one statement, in the search's
+second round trip: the filter's matches of any word, each ranked in its tier (all the
+words, two or more, one); the tiers' order as before, identical whenever the filter's
+files hold at most TEXT_MATCHES_RANKED matches of any word (above that, its two-word tier
+is what the first of those hold, not the store's first two-word matches). With a filter
+the two-word tier held ~9 of a filter's chunks at the median and the any-word tier, a
+third round trip, ran in 88 and 96 searches of 100 (`eq`, `and`; bench/README.md). (The
+two-word query alone, naming the files, was slower than finding its matches in the store
+and keeping the files' after: the planner intersected the GIN index's matches with the
+file index's rows, 3.3 of its 4.6 ms; the any-word query needs that intersection anyway.)
+
 The tiers follow `ts_rank`'s own order (no corpus statistics: a lexeme counts 0.061 once,
 at most 0.1 however often, so two lexemes outrank any one) and let the ranking read few
 rows: `ts_rank` reads each match's row, and any word of a query of common words matches a
@@ -19,14 +30,15 @@ bench/README.md).
 """
 from itertools import combinations
 
-from django.contrib.postgres.search import SearchQuery, SearchRank
-from django.db.models import BooleanField, Case, F, FloatField, Value, When
+from django.contrib.postgres.search import SearchQuery
+from django.db.models import BooleanField, Case, F, IntegerField, Value, When
 from django.db.models.expressions import CombinedExpression
 
 from .models import Chunk
 from .statements import Statement, run_together
 
 TEXT_MATCHES_RANKED = 2000
+TSQUERY = "to_tsquery('simple', %s)"  # a raw query's tsquery, as SearchQuery(raw) writes it
 
 
 def lexemes_statement(query: str) -> Statement:
@@ -36,7 +48,8 @@ def lexemes_statement(query: str) -> Statement:
 
 def first_statement(scope, lexemes: list[tuple], candidates: int) -> Statement | None:
     """The statement of the ranking's first tier (lexemes_statement's rows given): the
-    chunks holding all the query's lexemes, then two or more; None if nothing can match."""
+    chunks holding all the query's lexemes, then two or more (with a filter, then any:
+    every tier); None if nothing can match."""
     terms = _terms(lexemes)
     if not scope.chunk_count or not terms:
         return None
@@ -44,7 +57,9 @@ def first_statement(scope, lexemes: list[tuple], candidates: int) -> Statement |
     if len(terms) == 1:
         return _ranked_matches(scope, every, candidates)
     two = " | ".join(f"({a} & {b})" for a, b in combinations(terms, 2))
-    return _ranked_matches(scope, two, candidates, first=every, by_store=True)
+    if scope.narrowed:  # every tier at once, in the filter's matches of any word
+        return _ranked_matches(scope, " | ".join(terms), candidates, (every, two))
+    return _ranked_matches(scope, two, candidates, (every,))
 
 
 def text_ranking(scope, lexemes: list[tuple], candidates: int,
@@ -56,7 +71,7 @@ def text_ranking(scope, lexemes: list[tuple], candidates: int,
         return []
     ranked = [chunk_id for chunk_id, in first]
     terms = _terms(lexemes)
-    if len(ranked) < candidates and len(terms) > 1:
+    if len(ranked) < candidates and len(terms) > 1 and not scope.narrowed:
         seen = set(ranked)
         [rows] = run_together(_ranked_matches(scope, " | ".join(terms),
                                               candidates + len(ranked)))
@@ -75,37 +90,40 @@ def _quoted(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def _ranked_matches(scope, raw_query: str, candidates: int, first: str | None = None,
-                    by_store: bool = False) -> Statement:
-    """The statement of the best `candidates` of the first TEXT_MATCHES_RANKED matches (those matching
-    `first` before the others), ranked in the scan that finds them and sorted around it.
-    Ranking them around a subquery of their ids read each match's row twice (the scan, then
-    by primary key): the text ranking 1.24-1.39x slower at p50, the hybrid search
-    1.08-1.18x; sorting the pairs in Python instead of SQL: 1.03-1.32x slower (100 queries
-    on 100,000 chunks, alternating the order, the same rankings; bench/README.md).
+def _ranked_matches(scope, raw_query: str, candidates: int,
+                    tiers: tuple[str, ...] = ()) -> Statement:
+    """The statement of the best `candidates` of the scope's first TEXT_MATCHES_RANKED
+    matches of `raw_query`: those matching the first of `tiers` first, then the next, then
+    the others, each ranked as its own query ranks it; ranked in the scan that finds them
+    and sorted around it. Ranking them around a subquery of their ids read each match's row
+    twice (the scan, then by primary key): the text ranking 1.24-1.39x slower at p50, the
+    hybrid search 1.08-1.18x; sorting the pairs in Python instead of SQL: 1.03-1.32x slower
+    (100 queries on 100,000 chunks, alternating the order, the same rankings).
 
-    `by_store`, for a query matching few chunks: the matches are found in the stores and
-    those of the scope's files kept after; the files named in the scan made the planner
-    intersect the GIN index's matches with the file index's rows for every file (3.3 of
-    the 4.6 ms of a two-word tier's query on 12,000 chunks of 100,000)."""
-    tsquery = SearchQuery(raw_query, search_type="raw", config="simple")
-    rank, tier = SearchRank(F("tsv"), tsquery), Value(False)
-    if first:  # those ranked as the query of all the words ranks them (ts_rank's AND)
-        every = SearchQuery(first, search_type="raw", config="simple")
-        tier = _matching(every)
-        rank = Case(When(tier, then=SearchRank(F("tsv"), every)), default=rank,
-                    output_field=FloatField())
-    where = scope.stores if by_store else scope.chunks
-    matches = (Chunk.objects.filter(where, tsv=tsquery)
-               .annotate(rank=rank, tier=tier)
-               .values_list("id", "rank", "tier", "store_file_id")[:TEXT_MATCHES_RANKED])
+    A match's tier is computed once in the scan and its rank around it by the tier: the
+    tier's tests written in the rank's expression as well ran them twice per row, the
+    filtered statement 1.15-1.24x slower (paired, 100 queries, `eq` and `and`, load ~2;
+    bench/README.md)."""
+    tier, ranks, rank_params = Value(0), [], []
+    for level, tier_query in enumerate(reversed(tiers), start=1):  # the first tier highest
+        tier = Case(When(_matching(_raw(tier_query)), then=Value(level)),
+                    default=tier, output_field=IntegerField())
+        ranks.append(f"WHEN {level} THEN ts_rank(matches.tsv, {TSQUERY})")
+        rank_params.append(tier_query)
+    matches = (Chunk.objects.filter(scope.chunks, tsv=_raw(raw_query)).annotate(tier=tier)
+               .values_list("id", "tier", "tsv")[:TEXT_MATCHES_RANKED])
     sql, params = matches.query.sql_with_params()
-    kept, files = "", []
-    if by_store and scope.narrowed:
-        kept, files = "WHERE matches.store_file_id = ANY(%s) ", [scope.file_ids]
-    return Statement(f"SELECT matches.id FROM ({sql}) AS matches {kept}ORDER BY "
-                     "matches.tier DESC, matches.rank DESC, matches.id LIMIT %s",
-                     [*params, *files, candidates])
+    rank = f"ts_rank(matches.tsv, {TSQUERY})"
+    if ranks:
+        rank = f"CASE matches.tier {' '.join(ranks)} ELSE {rank} END"
+    return Statement(f"SELECT matches.id FROM ({sql}) AS matches "
+                     f"ORDER BY matches.tier DESC, {rank} DESC, matches.id LIMIT %s",
+                     [*params, *rank_params, raw_query, candidates])
+
+
+def _raw(raw_query: str) -> SearchQuery:
+    """A raw tsquery (its operands quoted lexemes, _quoted), read by `simple`."""
+    return SearchQuery(raw_query, search_type="raw", config="simple")
 
 
 def _matching(tsquery: SearchQuery) -> CombinedExpression:
