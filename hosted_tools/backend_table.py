@@ -8,13 +8,12 @@ WEB_SEARCH_BACKENDS_CACHE_SECONDS per process (at once after a save in the same 
 hosted_tools.signals), like upstreams.routing's route table, so a search adds no query.
 """
 import logging
-import threading
-import time
 from dataclasses import dataclass, field
 
 from django.conf import settings
 
 from upstreams.secrets import SecretUnreadable
+from upstreams.table_cache import TableCache
 
 log = logging.getLogger(__name__)
 
@@ -42,35 +41,22 @@ class BackendTable:
         return self.by_tenant.get(tenant_id, self.default)
 
 
-_lock = threading.Lock()
-_cached: tuple[float, BackendTable] | None = None
+_tables = TableCache(lambda: load_backend_table(), "WEB_SEARCH_BACKENDS_CACHE_SECONDS")
 
 
 def remembered_backends() -> BackendTable | None:
     """The table in memory, or None when it must be read again (from an event loop, which
     must not wait for the database)."""
-    cached = _cached
-    if cached is None or cached[0] <= time.monotonic():
-        return None
-    return cached[1]
+    return _tables.remembered()
 
 
 def backend_table() -> BackendTable:
     """The current table (reloaded from the database when older than the cache TTL)."""
-    global _cached
-    cached = _cached
-    if cached is not None and cached[0] > time.monotonic():
-        return cached[1]
-    with _lock:
-        if _cached is None or _cached[0] <= time.monotonic():
-            expires = time.monotonic() + settings.WEB_SEARCH_BACKENDS_CACHE_SECONDS
-            _cached = (expires, load_backend_table())
-        return _cached[1]
+    return _tables.current()
 
 
 def forget_backends() -> None:
-    global _cached
-    _cached = None
+    _tables.forget()
 
 
 def settings_backend() -> SearchBackend | None:

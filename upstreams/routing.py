@@ -6,13 +6,12 @@ database at most once per UPSTREAM_ROUTES_CACHE_SECONDS per process (and at once
 save in the same process), so routing adds no query to a request.
 """
 import logging
-import threading
-import time
 from dataclasses import dataclass
 
 from django.conf import settings
 
 from .secrets import SecretUnreadable
+from .table_cache import TableCache
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +73,7 @@ class RouteTable:
         return [*self.exact.values(), *(route for _, route in self.prefixes)]
 
 
-_lock = threading.Lock()
-_cached: tuple[float, RouteTable] | None = None
+_tables = TableCache(lambda: load_route_table(), "UPSTREAM_ROUTES_CACHE_SECONDS")
 
 
 def route_for_model(model: str) -> Route:
@@ -85,28 +83,17 @@ def route_for_model(model: str) -> Route:
 def remembered_route_for_model(model: str) -> Route | None:
     """The route from the table in memory, or None when it must be read again (from an
     event loop, which must not wait for the database)."""
-    cached = _cached
-    if cached is None or cached[0] <= time.monotonic():
-        return None
-    return cached[1].route_for(model)
+    table = _tables.remembered()
+    return None if table is None else table.route_for(model)
 
 
 def route_table() -> RouteTable:
     """The current table (reloaded from the database when older than the cache TTL)."""
-    global _cached
-    cached = _cached
-    if cached is not None and cached[0] > time.monotonic():
-        return cached[1]
-    with _lock:
-        if _cached is None or _cached[0] <= time.monotonic():
-            expires = time.monotonic() + settings.UPSTREAM_ROUTES_CACHE_SECONDS
-            _cached = (expires, load_route_table())
-        return _cached[1]
+    return _tables.current()
 
 
 def forget_routes() -> None:
-    global _cached
-    _cached = None
+    _tables.forget()
 
 
 def default_route() -> Route:

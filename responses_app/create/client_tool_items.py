@@ -10,7 +10,7 @@ containers (`container_auto`, `container_reference`) is refused: nothing here ru
 """
 from .fields import required_string
 from ..errors import InvalidRequest
-from ..ids import new_id
+from ..ids import item_id, new_id
 from .tool_search_spec import TOOL_SEARCH, TOOL_SEARCH_ITEM_BUILDERS, tool_search_tool
 
 CLIENT_TOOL_TYPES = ("shell", "local_shell", "apply_patch")
@@ -83,7 +83,7 @@ def _object(item, name, param) -> dict:
 
 def _shell_call(item, param) -> dict:
     action = _object(item, "action", param)
-    return {"id": _item_id(item, "sh"), "type": "shell_call",
+    return {"id": item_id(item, "sh"), "type": "shell_call",
             "call_id": required_string(item, "call_id", param),
             "action": {"commands": _strings(action.get("commands"), f"{param}.action.commands"),
                        "timeout_ms": _optional_int(action, "timeout_ms", f"{param}.action"),
@@ -115,7 +115,7 @@ def _shell_call_output(item, param) -> dict:
     if not isinstance(output, list):
         raise InvalidRequest(f"'{param}.output' must be a list of {{stdout, stderr, outcome}}.",
                              param=f"{param}.output", code="invalid_type")
-    return {"id": _item_id(item, "sho"), "type": "shell_call_output",
+    return {"id": item_id(item, "sho"), "type": "shell_call_output",
             "call_id": required_string(item, "call_id", param),
             "output": [_shell_output_entry(e, f"{param}.output[{i}]")
                        for i, e in enumerate(output)],
@@ -134,7 +134,7 @@ def _local_shell_call(item, param) -> dict:
         raise InvalidRequest(f"'{param}.action.working_directory' must be a string.",
                              param=f"{param}.action.working_directory", code="invalid_type")
     user = action.get("user")
-    return {"id": _item_id(item, "lsh"), "type": "local_shell_call",
+    return {"id": item_id(item, "lsh"), "type": "local_shell_call",
             "call_id": required_string(item, "call_id", param),
             "action": {"type": "exec",
                        "command": _strings(action.get("command"), f"{param}.action.command"),
@@ -166,7 +166,7 @@ def _apply_patch_call(item, param) -> dict:
     stored = {"type": kind, "path": required_string(operation, "path", where)}
     if kind != "delete_file":
         stored["diff"] = required_string(operation, "diff", where)
-    return {"id": _item_id(item, "apc"), "type": "apply_patch_call",
+    return {"id": item_id(item, "apc"), "type": "apply_patch_call",
             "call_id": required_string(item, "call_id", param), "operation": stored,
             "status": _status(item, param, ("in_progress", "completed"))}
 
@@ -176,7 +176,7 @@ def _apply_patch_call_output(item, param) -> dict:
     if output is not None and not isinstance(output, str):
         raise InvalidRequest(f"'{param}.output' must be a string.", param=f"{param}.output",
                              code="invalid_type")
-    return {"id": _item_id(item, "apco"), "type": "apply_patch_call_output",
+    return {"id": item_id(item, "apco"), "type": "apply_patch_call_output",
             "call_id": required_string(item, "call_id", param),
             "status": _status(item, param, ("completed", "failed"), default=None),
             "output": output}
@@ -186,16 +186,12 @@ def _compaction_trigger(item, param) -> dict:
     """Compact the context before answering, as a threshold crossed would (the run's context
     phase: responses_app.worker.run_context); it must be the last input item
     (create_request checks that)."""
-    return {"id": _item_id(item, "cpt"), "type": "compaction_trigger"}
+    return {"id": item_id(item, "cpt"), "type": "compaction_trigger"}
 
 
 def compaction_triggered(input_items: list[dict]) -> bool:
     return bool(input_items) and input_items[-1].get("type") == "compaction_trigger"
 
-
-def _item_id(item, prefix) -> str:
-    value = item.get("id")
-    return value if isinstance(value, str) and value else new_id(prefix)
 
 
 CLIENT_TOOL_ITEM_BUILDERS = {

@@ -7,7 +7,7 @@ A custom tool is `{"type": "custom", "name", "description", "format"}`, `format`
 """
 from .fields import required_name, required_string
 from ..errors import InvalidRequest
-from ..ids import new_id
+from ..ids import item_id
 from .tool_output_parts import tool_output
 
 GRAMMAR_SYNTAXES = ("lark", "regex")
@@ -62,7 +62,7 @@ def _format(fmt, param) -> dict:
 
 
 def _custom_tool_call(item, param) -> dict:
-    call = {"id": _item_id(item, "ctc"), "type": "custom_tool_call",
+    call = {"id": item_id(item, "ctc"), "type": "custom_tool_call",
             "call_id": required_string(item, "call_id", param),
             "name": required_string(item, "name", param),
             "input": required_string(item, "input", param), "status": "completed"}
@@ -73,14 +73,10 @@ def _custom_tool_call(item, param) -> dict:
 
 def _custom_tool_call_output(item, param) -> dict:
     output = tool_output(item.get("output"), f"{param}.output")
-    return {"id": _item_id(item, "ctco"), "type": "custom_tool_call_output",
+    return {"id": item_id(item, "ctco"), "type": "custom_tool_call_output",
             "call_id": required_string(item, "call_id", param), "output": output,
             "status": "completed"}
 
-
-def _item_id(item, prefix) -> str:
-    value = item.get("id")
-    return value if isinstance(value, str) and value else new_id(prefix)
 
 
 CUSTOM_ITEM_BUILDERS = {

@@ -6,7 +6,7 @@ openai-python's.
 """
 from .fields import required_string
 from ..errors import InvalidRequest
-from ..ids import new_id
+from ..ids import item_id
 from ..translation.client_tools import LOADABLE_TOOL_TYPES
 
 TOOL_SEARCH = "tool_search"
@@ -95,7 +95,7 @@ def _tool_search_call(item, param) -> dict:
         raise InvalidRequest(f"'{param}.arguments' must be an object.",
                              param=f"{param}.arguments", code="invalid_type")
     execution = _execution(item, param)
-    return {"id": _item_id(item, "tsc"), "type": "tool_search_call",
+    return {"id": item_id(item, "tsc"), "type": "tool_search_call",
             "call_id": _search_call_id(item, param, execution), "execution": execution,
             "arguments": arguments,
             "status": _status(item, param)}
@@ -103,7 +103,7 @@ def _tool_search_call(item, param) -> dict:
 
 def _tool_search_output(item, param) -> dict:
     execution = _execution(item, param)
-    return {"id": _item_id(item, "tso"), "type": "tool_search_output",
+    return {"id": item_id(item, "tso"), "type": "tool_search_output",
             "call_id": _search_call_id(item, param, execution), "execution": execution,
             "tools": _loadable_tools(item.get("tools"), f"{param}.tools",
                                      mcp=execution == "server"),
@@ -133,7 +133,7 @@ def _additional_tools(item, param) -> dict:
     if item.get("role", "developer") != "developer":
         raise InvalidRequest(f"Invalid value for '{param}.role': only 'developer'.",
                              param=f"{param}.role", code="invalid_value")
-    return {"id": _item_id(item, "adt"), "type": "additional_tools", "role": "developer",
+    return {"id": item_id(item, "adt"), "type": "additional_tools", "role": "developer",
             "tools": _loadable_tools(item.get("tools"), f"{param}.tools")}
 
 
@@ -144,10 +144,6 @@ def _status(item, param) -> str:
                              f"{list(STATUSES)}.", param=f"{param}.status", code="invalid_value")
     return status
 
-
-def _item_id(item, prefix) -> str:
-    value = item.get("id")
-    return value if isinstance(value, str) and value else new_id(prefix)
 
 
 TOOL_SEARCH_ITEM_BUILDERS = {
