@@ -12,37 +12,29 @@ from upstreams.models import UpstreamRoute
 from upstreams.secrets import SecretUnreadable, reencrypt
 
 
+# Each model's sealed field, and how a row that no key opens is named.
+SEALED = [
+    (UpstreamRoute, "api_key_encrypted", lambda route: route.name),
+    (McpServer, "sealed_headers", lambda server: f"MCP server {server.label}"),
+    (WebSearchBackend, "api_key_encrypted", lambda backend: f"web search backend {backend.name}"),
+]
+
+
 class Command(BaseCommand):
     help = "Re-encrypt the stored upstream API keys with the first key of ENCRYPTION_KEYS."
 
     def handle(self, *args, **options):
         rotated, unreadable = 0, []
         with transaction.atomic():
-            for route in UpstreamRoute.objects.select_for_update().exclude(api_key_encrypted=""):
-                try:
-                    route.api_key_encrypted = reencrypt(route.api_key_encrypted)
-                except SecretUnreadable:
-                    unreadable.append(route.name)
-                    continue
-                route.save(update_fields=["api_key_encrypted"])
-                rotated += 1
-            for server in McpServer.objects.select_for_update().exclude(sealed_headers=""):
-                try:
-                    server.sealed_headers = reencrypt(server.sealed_headers)
-                except SecretUnreadable:
-                    unreadable.append(f"MCP server {server.label}")
-                    continue
-                server.save(update_fields=["sealed_headers"])
-                rotated += 1
-            for backend in WebSearchBackend.objects.select_for_update().exclude(
-                    api_key_encrypted=""):
-                try:
-                    backend.api_key_encrypted = reencrypt(backend.api_key_encrypted)
-                except SecretUnreadable:
-                    unreadable.append(f"web search backend {backend.name}")
-                    continue
-                backend.save(update_fields=["api_key_encrypted"])
-                rotated += 1
+            for model, field, named in SEALED:
+                for row in model.objects.select_for_update().exclude(**{field: ""}):
+                    try:
+                        setattr(row, field, reencrypt(getattr(row, field)))
+                    except SecretUnreadable:
+                        unreadable.append(named(row))
+                        continue
+                    row.save(update_fields=[field])
+                    rotated += 1
         self.stdout.write(f"Re-encrypted {rotated} secret(s).")
         if unreadable:
             names = ", ".join(unreadable)
