@@ -37,8 +37,12 @@ ERROR_STATUS = {"request_timeout": 504, "upstream_timeout": 504, "cancelled": 40
 
 
 async def stream_reply(subscription, abandoned: Abandoned = None) -> Reply:
+    """The SSE stream, once the run started; under Daphne its chunks that arrive while it
+    waits are written through as a Responses stream's are (relay.write_through, framed by
+    events.sse)."""
     first = await started_entry(subscription, WHAT)
-    return Reply(200, SSE_HEADERS, stream=_sse_body(subscription, first, abandoned))
+    return Reply(200, SSE_HEADERS, stream=_sse_body(subscription, first, abandoned),
+                 subscription=subscription, frame=sse)
 
 
 async def final_reply(subscription) -> Reply:
