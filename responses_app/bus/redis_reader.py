@@ -3,7 +3,8 @@ fanned out to its readers (a stream's entries of one read as one entry), which w
 `read_coalesce` between reads only while several streams are writing; and for a new
 reader, a read of its stream alone until its first entries arrive (added time to first
 delta c=1 +20 -> +7 ms: 2026-11-22, 01a2d88). The shared read against an XREAD per
-subscriber is still to be measured (docs/architecture.md's ledger).
+subscriber is still to be measured (docs/architecture.md's ledger). The shared XREAD is
+packed by hand (redis_xread.py).
 """
 import asyncio
 import logging

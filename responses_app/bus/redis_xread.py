@@ -7,8 +7,10 @@ argument anew: ~136 us per 100-key XREAD, paid every read (2026-11-27, paceweb's
 profile). Here each key's argument is encoded once, when its stream is first read, and
 a read joins the cached pieces with its cursors; the reply is redis-py's raw RESP2 reply
 (hiredis's parser), without the XREAD response callback's conversion.
-Measured: bench/README.md's issue-31 section and docs/architecture.md's ledger ("shared
-XREAD packed by hand").
+Measured (2026-11-27): 610-766 -> 253-343 us of web CPU per read of 100 streams, 40 with
+an entry (in process, reply and decoding included); web CPU per response at 50 ms pacing,
+100 held streams, 0.87-0.97x main's (~1 ms; bench/README.md's issue-31 section,
+docs/architecture.md's ledger, "shared XREAD packed by hand").
 """
 import asyncio
 
