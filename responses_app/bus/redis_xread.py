@@ -5,15 +5,13 @@ at 100 held streams an XREAD of ~200 arguments. redis-py's asyncio `pack_command
 its buffer once per argument (quadratic in the command's length) and encodes each
 argument anew: ~136 us per 100-key XREAD, paid every read (2026-11-27, paceweb's
 profile). Here each key's argument is encoded once, when its stream is first read, and
-a read joins the cached pieces with its cursors; the reply is redis-py's raw RESP2 reply
-(hiredis's parser), without the XREAD response callback's conversion.
+a read joins the cached pieces with its cursors; the reply is taken as the parser gives it
+(hiredis; RESP3's map or RESP2's array), without the XREAD response callback's conversion.
 Measured (2026-11-27): 610-766 -> 253-343 us of web CPU per read of 100 streams, 40 with
 an entry (in process, reply and decoding included); web CPU per response at 50 ms pacing,
 100 held streams, 0.87-0.97x main's (~1 ms; bench/README.md's issue-31 section,
 docs/architecture.md's ledger, "shared XREAD packed by hand").
 """
-import asyncio
-
 import redis.asyncio as aioredis
 
 
@@ -31,8 +29,8 @@ class PackedXRead:
 
     def __init__(self, client: aioredis.Redis, block_ms: int):
         self.client = client
-        self.head = b"%s%s%s" % (bulk(b"XREAD"), bulk(b"BLOCK"), bulk(b"%d" % block_ms)) \
-            + bulk(b"STREAMS")
+        self.head = b"".join((bulk(b"XREAD"), bulk(b"BLOCK"), bulk(b"%d" % block_ms),
+                              bulk(b"STREAMS")))
         self.key_args: dict[str, bytes] = {}  # stream key -> its argument, encoded once
 
     def forget(self, key: str) -> None:
