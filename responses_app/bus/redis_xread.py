@@ -9,7 +9,7 @@ a read joins the cached pieces with its cursors; the reply is taken as the parse
 (hiredis; RESP3's map or RESP2's array), without the XREAD response callback's conversion.
 Measured (2026-11-27): 610-766 -> 253-343 us of web CPU per read of 100 streams, 40 with
 an entry (in process, reply and decoding included); web CPU per response at 50 ms pacing,
-100 held streams, 0.87-0.97x main's (~1 ms; bench/README.md's issue-31 section,
+100 held streams, 0.85-0.97x main's (~1.5 ms; bench/README.md's issue-31 section,
 docs/architecture.md's ledger, "shared XREAD packed by hand").
 """
 import redis.asyncio as aioredis
