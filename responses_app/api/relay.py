@@ -40,6 +40,7 @@ class Reply:
     body: bytes = b""
     stream: AsyncIterator[bytes] | None = None
     subscription: object = None  # what `stream` relays (write_through)
+    frame: Callable[[list], bytes] = framing.sse  # its events as body bytes (write_through)
 
 
 def json_reply(status: int, payload: dict, headers: dict | None = None) -> Reply:
@@ -130,10 +131,10 @@ def resume_reply(subscription, abandoned: Abandoned = None) -> Reply:
 
 
 def write_through(reply: Reply, write: Callable[[bytes], None]) -> None:
-    """Have the events of `reply`'s SSE stream that arrive while it waits framed and
-    written by `write` at once, on the bus reader's pass over every stream it read
-    (Subscription.direct), rather than each waking the stream's task, which then passes
-    them through its front's send. `write` takes the bytes of the body and must neither
+    """Have the events of `reply`'s SSE stream (a response's or a chat completion's) that
+    arrive while it waits framed (`reply.frame`) and written by `write` at once, on the
+    bus reader's pass over every stream it read (Subscription.direct), rather than each
+    waking the stream's task, which then passes them through its front's send. `write` takes the bytes of the body and must neither
     wait nor let anything be written before them: the stream's own writes (its start,
     its first events, keep-alives and its end) go through the front as before, in order
     with these, since the two never run at once.
@@ -141,8 +142,12 @@ def write_through(reply: Reply, write: Callable[[bytes], None]) -> None:
     Measured (with api/daphne_write.py): the web's CPU per response at 50 ms pacing, 100
     held streams, 12.0 and 10.6 vs 20.1 and 20.4 ms (0.52-0.60x; paired rounds against
     58083d9, 2026-11-27; docs/architecture.md's ledger, "SSE write-through")."""
+    frame = reply.frame
+
     def direct(entry: Entry) -> None:
-        write(framing.sse(entry.events))
+        data = frame(entry.events)
+        if data:  # an empty write would end a chunked body
+            write(data)
         EVENTS_RELAYED.inc(len(entry.events))
 
     reply.subscription.direct = direct

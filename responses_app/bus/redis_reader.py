@@ -3,7 +3,8 @@ fanned out to its readers (a stream's entries of one read as one entry), which w
 `read_coalesce` between reads only while several streams are writing; and for a new
 reader, a read of its stream alone until its first entries arrive (added time to first
 delta c=1 +20 -> +7 ms: 2026-11-22, 01a2d88). The shared read against an XREAD per
-subscriber is still to be measured (docs/architecture.md's ledger).
+subscriber is still to be measured (docs/architecture.md's ledger). The shared XREAD is
+packed by hand (redis_xread.py).
 """
 import asyncio
 import logging
@@ -15,6 +16,7 @@ import redis.asyncio as aioredis
 from ..errors import ServiceUnavailable
 from .entries import failure_entry
 from .redis_codec import async_client, decode, one_connection_client, stream_key
+from .redis_xread import PackedXRead, fields_of
 from .subscription import Subscription
 
 log = logging.getLogger(__name__)
@@ -43,6 +45,7 @@ class ReadHub:
         # the one blocking XREAD (one read at a time): it answers within READ_BLOCK_MS, or
         # Redis is unreachable (READ_GRACE_SECONDS later: _read_forever)
         self.reader = one_connection_client(bus.url)
+        self.xread = PackedXRead(self.reader, READ_BLOCK_MS)  # its command packed by hand
         self.first_reader = aioredis.Redis.from_url(
             bus.url, socket_timeout=FIRST_READ_BLOCK_MS / 1000 + READ_GRACE_SECONDS,
             socket_connect_timeout=5)
@@ -138,6 +141,7 @@ class ReadHub:
             group.discard(subscription)
             if not group:
                 del self.subscribers[subscription.key]
+                self.xread.forget(subscription.key)
 
     async def _refresh_wake_key(self) -> None:
         """Keep the wake key expiring a day after the last read (refreshed hourly at most:
@@ -174,13 +178,11 @@ class ReadHub:
                 read_from = self._read_from()
                 if not read_from:
                     break
-                streams = {self.wake_key: self.wake_id}
-                for key, lowest in read_from.items():
-                    streams[key] = "0-0" if lowest < 0 else f"1-{lowest}"
+                command = self.xread.command(read_from, self.wake_key, self.wake_id)
                 self.reading, self.woken = True, False
                 try:
                     async with asyncio.timeout(READ_BLOCK_MS / 1000 + READ_GRACE_SECONDS):
-                        reply = await self.reader.xread(streams, block=READ_BLOCK_MS)
+                        reply = await self.xread.read(command)
                 finally:
                     self.reading = False
                 delivered = 0  # streams that had entries
@@ -190,7 +192,8 @@ class ReadHub:
                         self.wake_id = entries[-1][0]
                         continue
                     delivered += 1
-                    decoded = _joined([decode(entry_id, fields) for entry_id, fields in entries])
+                    decoded = _joined([decode(entry_id, fields_of(fields))
+                                       for entry_id, fields in entries])
                     for subscription in list(self.subscribers.get(key, ())):
                         if subscription.cursor < read_from[key]:
                             # it joined during this read, from further back: these entries
