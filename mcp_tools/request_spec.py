@@ -8,6 +8,7 @@ import re
 
 from django.conf import settings
 
+from responses_app.create.fields import defer_loading
 from responses_app.errors import InvalidRequest
 from responses_app.ids import new_id
 
@@ -39,11 +40,7 @@ def mcp_tool(tool: dict, param: str) -> tuple[dict, dict | None]:
               "allowed_tools": _allowed_tools(tool.get("allowed_tools"), f"{param}.allowed_tools"),
               "require_approval": _require_approval(tool.get("require_approval"),
                                                     f"{param}.require_approval")}
-    deferred = tool.get("defer_loading")
-    if deferred is not None and not isinstance(deferred, bool):
-        raise InvalidRequest(f"'{param}.defer_loading' must be a boolean.",
-                             param=f"{param}.defer_loading", code="invalid_type")
-    if deferred:  # its tools are offered once a tool search finds them
+    if defer_loading(tool, param):  # its tools are offered once a tool search finds them
         stored["defer_loading"] = True
     return stored, _headers(tool, param)
 

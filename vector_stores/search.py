@@ -152,15 +152,14 @@ def _found(rows: list[tuple], wanted: list[str]) -> dict:
     return {store_id: found[store_id] for store_id in wanted}
 
 
-def _touched(last_active: dict) -> list[str]:
-    """The stores' ids, their last_active_at now (written at most once a minute: the
-    UPDATE is sent only when one is older, not on every search)."""
+def _touched(last_active: dict) -> None:
+    """The stores' last_active_at now (written at most once a minute: the UPDATE is sent
+    only when one is older, not on every search)."""
     now = timezone.now()
     stale = [store_id for store_id, at in last_active.items() if at < now - ACTIVE_RESOLUTION]
     if stale:
         VectorStore.objects.filter(id__in=stale, last_active_at__lt=now - ACTIVE_RESOLUTION) \
             .update(last_active_at=now)
-    return list(last_active)
 
 
 def _results(ranked: list[tuple[int, float]]) -> list[SearchResult]:

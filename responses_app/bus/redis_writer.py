@@ -73,12 +73,7 @@ class StreamWriter:
 
     def put(self, key: str, entry: Entry, soon: bool = False) -> None:
         """Append an entry whose writer does not wait for it (not urgent)."""
-        if key in self.fenced:
-            raise StreamFenced(key)
-        if key in self.broken:  # a background flush of this stream failed: tell the run
-            raise self.broken.pop(key)
-        previous = self.pending.get(key)
-        self.pending[key] = entry if previous is None else previous.merged(entry)
+        self._pend(key, entry)
         if soon:
             self._flush_due()
         elif self.timer is None and not self.flushing:  # nothing pending or in flight
@@ -92,18 +87,23 @@ class StreamWriter:
         if not urgent:
             self.put(key, entry, soon)
             return
+        self._pend(key, entry)
+        sent = self.loop.create_future()
+        self.waiting.append((key, sent))
+        self._flush_due()
+        await sent  # raises what stopped the flush that carried this entry
+        if key in self.fenced:
+            raise StreamFenced(key)
+
+    def _pend(self, key: str, entry: Entry) -> None:
+        """Add `entry` to its stream's pending one, unless the stream is fenced or a
+        background flush of it failed (the run is told, by the exception)."""
         if key in self.fenced:
             raise StreamFenced(key)
         if key in self.broken:
             raise self.broken.pop(key)
         previous = self.pending.get(key)
         self.pending[key] = entry if previous is None else previous.merged(entry)
-        sent = asyncio.get_running_loop().create_future()
-        self.waiting.append((key, sent))
-        self._flush_due()
-        await sent  # raises what stopped the flush that carried this entry
-        if key in self.fenced:
-            raise StreamFenced(key)
 
     async def aclose(self) -> None:
         if self.timer is not None:

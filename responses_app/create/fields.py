@@ -213,3 +213,12 @@ class Field:
         if self.description:
             schema["description"] = self.description
         return schema
+
+
+def defer_loading(tool: dict, param: str) -> bool:
+    """A tool's `defer_loading`: a boolean, false when left out."""
+    value = tool.get("defer_loading")
+    if value is not None and not isinstance(value, bool):
+        raise InvalidRequest(f"'{param}.defer_loading' must be a boolean.",
+                             param=f"{param}.defer_loading", code="invalid_type")
+    return bool(value)

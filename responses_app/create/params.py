@@ -10,8 +10,8 @@ from hosted_tools.request_spec import check_hosted_tool_count, hosted_tool
 from mcp_tools.request_spec import check_mcp_tool_count, mcp_tool
 
 from .client_tool_items import CLIENT_TOOL_TYPES, check_client_tool_names, client_tool
-from .tool_search_spec import TOOL_SEARCH, check_deferred_tools, defer_loading
-from .fields import Custom, nullable, ref, required_name, type_error
+from .tool_search_spec import TOOL_SEARCH, check_deferred_tools
+from .fields import Custom, defer_loading, nullable, ref, required_name, type_error
 from .custom_tool_items import custom_tool
 from ..errors import InvalidRequest
 from .input_items import normalize_input

@@ -38,15 +38,6 @@ def tool_search_tool(tool: dict, param: str) -> dict:
             "parameters": parameters}
 
 
-def defer_loading(tool: dict, param: str) -> bool:
-    """A tool's `defer_loading`: a boolean, false when left out."""
-    value = tool.get("defer_loading")
-    if value is not None and not isinstance(value, bool):
-        raise InvalidRequest(f"'{param}.defer_loading' must be a boolean.",
-                             param=f"{param}.defer_loading", code="invalid_type")
-    return bool(value)
-
-
 def check_deferred_tools(tools: list[dict]) -> None:
     """Tools marked `defer_loading` need a tool search to be found by."""
     deferred = any(t.get("defer_loading") for t in tools) or any(
