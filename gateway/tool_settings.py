@@ -86,4 +86,8 @@ VECTOR_SEARCH_EXACT_MAX_CHUNKS = env.int("VECTOR_SEARCH_EXACT_MAX_CHUNKS", defau
 # (hnsw.max_scan_tuples) before the search falls back to the exact one (ranking.py);
 # 0: no iterative scans (the over-fetch of older pgvector).
 VECTOR_SEARCH_MAX_SCAN_TUPLES = env.int("VECTOR_SEARCH_MAX_SCAN_TUPLES", default=20_000)
+# A hybrid search's text ranking runs on one of this many threads per process, on a
+# second connection, while the query is embedded and ranked by vector (side_reads.py);
+# 0: both rankings in turn on the caller's connection.
+VECTOR_SEARCH_SIDE_THREADS = env.int("VECTOR_SEARCH_SIDE_THREADS", default=4)
 __all__ = [name for name in dict(globals()) if name.isupper() and name != "VAR_DIR"]

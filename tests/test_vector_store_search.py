@@ -10,7 +10,7 @@ from responses_app.models import Tenant
 from tests.fake_upstream import FAKE_EMBEDDING_FAILURE, fake_embedding
 from tests.stores_corpus import CORPUS
 from upstreams.routing import forget_routes
-from vector_stores import services
+from vector_stores import services, side_reads
 from vector_stores.ingestion import ingest
 from vector_stores.models import Chunk, VectorStoreFile
 from vector_stores.search import (InvalidSearchRequest, VectorStoreNotFound, check_search,
@@ -264,3 +264,47 @@ def test_a_store_expires_after_its_days_without_a_search(alice):
     renamed = services.store_update(alice, store_id, {"name": "kept", "expires_after": None})
     assert (renamed["name"], renamed["status"], renamed["expires_at"]) == ("kept", "completed",
                                                                            None)
+
+
+AT_ONCE_SEARCHES = [  # (query, kwargs, the ranking in both ways)
+    ("brown butter", {"max_num_results": 3}, [("sauce.json", 1.0), ("fox.txt", 0.983871)]),
+    (EVERY_FILE, {}, [("sauce.json", 1.0), ("fox.txt", 0.983871), ("pgvector.html", 0.960689),
+                      ("foxes.md", 0.953358), ("search.pdf", 0.945793)]),
+    ("foxes hunting at night", {}, [("foxes.md", 1.0), ("fox.txt", 0.491935)]),
+    (EVERY_FILE, {"filters": {"type": "eq", "key": "kind", "value": "animal"}},
+     [("fox.txt", 1.0), ("foxes.md", 0.983871)]),
+    (EVERY_FILE, {"filters": {"type": "and", "filters": [
+        {"type": "eq", "key": "kind", "value": "database"},
+        {"type": "gt", "key": "year", "value": 2024}]}}, [("search.pdf", 1.0)]),
+    ("the of and", {}, [("fox.txt", 0.5), ("search.pdf", 0.491935),  # no lexeme:
+                        ("sauce.json", 0.484127)]),  # the vector ranking alone
+]
+
+
+def rankings(tenant, store_id, searches):
+    return [[(r.filename, r.score) for r in search_stores(tenant.id, [store_id], query,
+                                                          **kwargs)]
+            for query, kwargs, _ in searches]
+
+
+@pytest.mark.django_db(transaction=True)  # committed rows: a second connection sees them
+# (the text ranking is taken by a side thread while the query is embedded, an HTTP call to
+# the fake upstream; were it not taken by then, its caller would run it: the same rows)
+@pytest.mark.parametrize("exact_max", [10_000, 0])  # the exact scan, the HNSW index's path
+def test_the_rankings_at_once_rank_exactly_as_in_turn(stores_settings, exact_max):
+    alice = Tenant.objects.create(name="alice")
+    store_id = ingested_store(alice)
+    stores_settings.VECTOR_SEARCH_EXACT_MAX_CHUNKS = exact_max
+    assert (stores_settings.VECTOR_SEARCH_SIDE_THREADS, side_reads.available()) == (4, True)
+    at_once = rankings(alice, store_id, AT_ONCE_SEARCHES)
+    stores_settings.VECTOR_SEARCH_SIDE_THREADS = 0
+    assert side_reads.available() is False
+    in_turn = rankings(alice, store_id, AT_ONCE_SEARCHES)
+    assert at_once == in_turn == [expected for _, _, expected in AT_ONCE_SEARCHES]
+
+
+def test_inside_a_transaction_the_rankings_run_in_turn(alice):
+    store_id = ingested_store(alice)  # uncommitted: pytest's test transaction
+    assert (connection.in_atomic_block, side_reads.available()) == (True, False)
+    assert rankings(alice, store_id, AT_ONCE_SEARCHES) == [
+        expected for _, _, expected in AT_ONCE_SEARCHES]
