@@ -14,7 +14,9 @@ whether every query's results (chunks and scores) are the same both ways, the lo
 `--timers`: the searches at once only, each part timed in the process (the functions of
 vector_stores/search.py wrapped here): the first round trip, the text ranking on its side
 thread, the embedding, the vector ranking's round trip, the wait for the text ranking
-after it, the results' round trip; p50 of each.
+after it, the results' round trip; p50 of each, and this process's CPU per search (every
+thread's: the ORM building the statements, psycopg binding them, the embedding's HTTP
+client).
 """
 import argparse
 import os
@@ -102,10 +104,13 @@ def bench_timers(args, store_id: str) -> None:
             for query in queries[:10]:
                 search.search_stores(owner.id, [store_id], query, filters=filters)
             spent.clear()
+            cpu = time.process_time()
             for query in queries:
                 started = time.perf_counter()
                 search.search_stores(owner.id, [store_id], query, filters=filters)
                 spent["whole search"].append(1000 * (time.perf_counter() - started))
+            spent["this process's CPU per search"] = [
+                1000 * (time.process_time() - cpu) / len(queries)]
             print(case, {label: round(statistics.median(values), 1)
                          for label, values in spent.items()},
                   "load", os.getloadavg()[0], flush=True)
