@@ -42,19 +42,23 @@ def test_the_test_servers_pgvector_reads_and_takes_the_over_fetch(alice, setting
         [*params, [3, 8], 1.0], "SET LOCAL hnsw.ef_search = 300")
 
 
-@pytest.mark.parametrize("scope, where", [(NARROWED, Q(store_file_id__in=[3, 8])),
-                                          (WHOLE, Q(store_id__in=["vs_1"]))])
-def test_pgvector_0_8_scans_iteratively_with_the_scope_in_the_scan(settings, scope, where):
+@pytest.mark.parametrize("scope, where, scope_sql, scope_params", [
+    (NARROWED, NARROWED.chunks, '("vector_store_chunks"."store_file_id" = ANY(%s::bigint[]))',
+     [[3, 8]]),  # the files' ids one array parameter, not an IN list of as many
+    (WHOLE, Q(store_id__in=["vs_1"]), '"vector_store_chunks"."store_id" IN (%s)', ["vs_1"])])
+def test_pgvector_0_8_scans_iteratively_with_the_scope_in_the_scan(settings, scope, where,
+                                                                   scope_sql, scope_params):
     settings.VECTOR_SEARCH_EXACT_MAX_CHUNKS = 10_000
     settings.VECTOR_SEARCH_MAX_SCAN_TUPLES = 20_000
     statement = nearest_statement(scope, VECTOR, 40, [(100_000.0, "0.8.1")])
     sql, params = index_scan(VECTOR, 40, where).query.sql_with_params()
+    assert f" WHERE {scope_sql} ORDER BY" in sql and list(params)[1:] == scope_params
     assert statement == Statement(  # ef_search 1.5 x 40 whatever the filter
         f"WITH nearest AS MATERIALIZED ({sql}) SELECT nearest.id, nearest.distance "
         f"FROM nearest WHERE nearest.distance < %s", [*params, 1.0],
         "SET LOCAL hnsw.ef_search = 60; SET LOCAL hnsw.iterative_scan = relaxed_order; "
         "SET LOCAL hnsw.max_scan_tuples = 20000")
-    assert ' WHERE "vector_store_chunks"."' in sql and " LIMIT 40" in sql
+    assert sql.endswith(" ORDER BY 2 ASC LIMIT 40")
 
 
 def test_pgvector_0_8_exact_as_before_where_the_share_is_small_or_when_turned_off(settings):

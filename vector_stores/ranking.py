@@ -37,7 +37,9 @@ import math
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import Q, Sum
+from django.db import connection
+from django.db.models import BooleanField, Q, Sum
+from django.db.models.expressions import RawSQL
 from pgvector.django import CosineDistance
 
 from .models import Chunk, VectorStoreFile
@@ -66,8 +68,17 @@ class Scope:
 
     @property
     def chunks(self) -> Q:
-        """The Q naming the scope's chunks."""
-        return Q(store_file_id__in=self.file_ids) if self.narrowed else self.stores
+        """The Q naming the scope's chunks: their files' ids one array parameter (what
+        Postgres makes of an IN list anyway), not an IN list of as many parameters, which
+        Django prepared and psycopg's client-side binding split one by one (200 with `eq`
+        on the bench's store): 1.1-2.1 ms less CPU per filtered search, p50 1.04-1.07x,
+        the same results (bench/README.md, "The two rankings at once")."""
+        if not self.narrowed:
+            return self.stores
+        field, quoted = Chunk._meta.get_field("store_file"), connection.ops.quote_name
+        column = f"{quoted(Chunk._meta.db_table)}.{quoted(field.column)}"
+        return Q(RawSQL(f"{column} = ANY(%s::{field.target_field.cast_db_type(connection)}[])",
+                        [self.file_ids], output_field=BooleanField()))
 
     @property
     def stores(self) -> Q:
