@@ -37,13 +37,11 @@ import math
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import connection
-from django.db.models import BooleanField, Q, Sum
-from django.db.models.expressions import RawSQL
+from django.db.models import Q, Sum
 from pgvector.django import CosineDistance
 
 from .models import Chunk, VectorStoreFile
-from .statements import Statement, run_together
+from .statements import Statement, any_of, run_together
 
 RRF_K = 60
 HNSW_MAX_CANDIDATES = 1000
@@ -75,10 +73,7 @@ class Scope:
         the same results (bench/README.md, "The two rankings at once")."""
         if not self.narrowed:
             return self.stores
-        field, quoted = Chunk._meta.get_field("store_file"), connection.ops.quote_name
-        column = f"{quoted(Chunk._meta.db_table)}.{quoted(field.column)}"
-        return Q(RawSQL(f"{column} = ANY(%s::{field.target_field.cast_db_type(connection)}[])",
-                        [self.file_ids], output_field=BooleanField()))
+        return Q(any_of(Chunk, "store_file", self.file_ids))
 
     @property
     def stores(self) -> Q:

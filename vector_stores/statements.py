@@ -14,6 +14,8 @@ transaction: it holds for the statements after it in the same string, and ends w
 from dataclasses import dataclass, field
 
 from django.db import connection
+from django.db.models import BooleanField
+from django.db.models.expressions import RawSQL
 
 
 @dataclass(frozen=True)
@@ -46,3 +48,15 @@ def run_together(*statements: Statement) -> list[list[tuple]]:
             if not cursor.nextset():
                 break
     return results
+
+
+def any_of(model, field_name: str, values) -> RawSQL:
+    """A boolean expression for a filter: `model`'s field is one of `values`, one array
+    parameter cast to the column's type (what Postgres makes of an IN list anyway). Its
+    SQL is the same whatever the values, where an IN list has one parameter per value,
+    each prepared by Django and split out by psycopg's client-side binding."""
+    column = model._meta.get_field(field_name)
+    db_type = (column.target_field if column.is_relation else column).cast_db_type(connection)
+    quoted = connection.ops.quote_name
+    return RawSQL(f"{quoted(model._meta.db_table)}.{quoted(column.column)} = "
+                  f"ANY(%s::{db_type}[])", [values], output_field=BooleanField())
