@@ -16,8 +16,11 @@ results scoring below it; ties are ordered by chunk (file order). One result per
 The rankings at once: outside a transaction the text ranking runs on a side thread's own
 connection (side_reads.py), started before the query's embedding is asked for (it needs
 only the query's lexemes), while this thread embeds the query and runs the vector ranking:
-the search waits for the longer of the two, not their sum (hybrid p50 1.17-1.30x over 100
-queries on 100,000 chunks, the same results on every query; bench/README.md). Inside a
+the search waits for the longer of the two, not their sum. Whole bench runs against the
+sequential path (100 queries on 100,000 chunks, the same results on every query;
+bench/README.md, "The two rankings at once"): hybrid p50 1.16-1.27x at a load of ~2-3.5 on
+this 2-core machine, nothing at 4-5.5 (no idle core: both sides compete for the CPU; with
+VECTOR_SEARCH_SIDE_THREADS 0 a CPU-bound host keeps the one round trip). Inside a
 transaction (a second connection would not see its rows) both rankings' statements go in
 one round trip after the embedding, as before.
 
