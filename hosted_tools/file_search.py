@@ -8,6 +8,7 @@ told; the response goes on.
 """
 import asyncio
 
+from responses_app.db_threads import on_pooled_connection
 from responses_app.translation.hosted_items import FileResult
 
 DEFAULT_MAX_RESULTS = 10
@@ -20,6 +21,8 @@ class FileSearchFailed(Exception):
 
 async def search_files(tenant_id: int, tool: dict, queries: list[str]) -> list[FileResult]:
     """The best results over the queries (FileSearchFailed when a store is not found)."""
+    # on a thread of asyncio's default executor, its connection handed back after the search
+    # (the thread lives on idle; a connection kept would hold a pool slot for nothing)
     # imported here: the vector stores app is optional (catalog.file_search_available)
     from vector_stores.search import (EmbeddingFailed, InvalidSearchRequest,
                                       VectorStoreNotFound, search_stores)
@@ -29,7 +32,7 @@ async def search_files(tenant_id: int, tool: dict, queries: list[str]) -> list[F
     for query in queries:
         try:
             results = await asyncio.to_thread(
-                search_stores, tenant_id, tool["vector_store_ids"], query,
+                on_pooled_connection, search_stores, tenant_id, tool["vector_store_ids"], query,
                 max_num_results=limit, filters=tool.get("filters"),
                 ranking_options=tool.get("ranking_options"))
         except VectorStoreNotFound as missing:
@@ -45,3 +48,4 @@ async def search_files(tenant_id: int, tool: dict, queries: list[str]) -> list[F
                                         score=result.score, attributes=dict(result.attributes),
                                         text=text)
     return sorted(found.values(), key=lambda r: -r.score)[:limit]
+

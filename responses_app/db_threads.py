@@ -27,7 +27,7 @@ def _db_threads() -> ThreadPoolExecutor:
 async def run_db(function, *args):
     """`function(*args)` on a database thread; ServiceUnavailable if it takes longer than
     DATABASE_WAIT_SECONDS (waiting for a free thread included)."""
-    work = asyncio.get_running_loop().run_in_executor(_db_threads(), _with_db, function, *args)
+    work = asyncio.get_running_loop().run_in_executor(_db_threads(), on_pooled_connection, function, *args)
     try:
         async with asyncio.timeout(settings.DATABASE_WAIT_SECONDS):
             return await work
@@ -37,8 +37,9 @@ async def run_db(function, *args):
             "retry shortly.") from None
 
 
-def _with_db(function, *args):
+def on_pooled_connection(function, *args, **kwargs):
+    """`function` on this thread's Django connection, handed back to the pool after it."""
     try:
-        return function(*args)
+        return function(*args, **kwargs)
     finally:
         close_old_connections()

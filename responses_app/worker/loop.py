@@ -16,7 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
 from django.conf import settings
-from django.db import close_old_connections
+
+from responses_app.db_threads import on_pooled_connection
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
@@ -57,11 +58,5 @@ async def blocking(function, *args):
     the thread's database connection goes back to the pool afterwards."""
     context = contextvars.copy_context()
     return await asyncio.get_running_loop().run_in_executor(
-        _db_threads(), context.run, _with_db, function, *args)
+        _db_threads(), context.run, on_pooled_connection, function, *args)
 
-
-def _with_db(function, *args):
-    try:
-        return function(*args)
-    finally:
-        close_old_connections()
