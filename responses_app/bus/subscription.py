@@ -38,6 +38,10 @@ class Subscription:
 
     def deliver(self, entry: Entry) -> None:
         """Called on the subscriber's loop: queue what this reader has not seen yet."""
+        if entry.error is None and entry.first > self.cursor:  # all of it new: the usual
+            self.cursor = entry.last
+            self.put(entry)
+            return
         trimmed = entry.after(self.cursor)
         if trimmed is None:
             if entry.end and not self.ended:  # the log ended at or before the cursor:
