@@ -10,7 +10,12 @@ Two targets:
 
 * ``direct``  -- ``POST {base}/chat/completions`` on the upstream (Chat Completions chunks);
 * ``gateway`` -- ``POST {base}/responses`` on the gateway (Responses API events);
-* ``chat``    -- ``POST {base}/chat/completions`` on the gateway (the direct body, with a key).
+* ``chat``    -- ``POST {base}/chat/completions`` on the gateway (the direct body, with a key);
+* ``socket``  -- the gateway's WebSocket mode: one socket per request, one ``response.create``
+  (the Responses body, ``store: false``), its frames until ``response.completed``, then closed.
+  Each frame is kept as the SSE block the same event would have been (``event:`` its type),
+  with ``data: [DONE]`` after the last, so it is verified as a ``gateway`` stream is. Uses
+  the ``websockets`` client: its CPU is the load generator's, not the gateway's.
 """
 from __future__ import annotations
 
@@ -33,11 +38,12 @@ def expected_text(n: int) -> str:
 
 @dataclass
 class Target:
-    mode: str            # "direct" | "gateway"
+    mode: str            # "direct" | "gateway" | "chat" | "socket"
     host: str
     port: int
-    request: bytes       # the whole HTTP request, built once
+    request: bytes       # the whole HTTP request, built once (socket: the create frame)
     n: int               # content chunks the model streams
+    api_key: str | None = None  # socket: the handshake's key
 
     @classmethod
     def make(cls, mode: str, base_url: str, model: str, n: int, api_key: str | None = None) -> "Target":
@@ -51,6 +57,9 @@ class Target:
         elif mode == "gateway":
             path = parts.path + "/responses"
             body = {"model": model, "input": "hi", "stream": True}
+        elif mode == "socket":
+            frame = {"type": "response.create", "model": model, "input": "hi", "store": False}
+            return cls(mode, parts.hostname, parts.port, orjson.dumps(frame), n, api_key)
         else:
             raise ValueError(mode)
         payload = orjson.dumps(body)
@@ -150,6 +159,8 @@ def _first_gateway_delta(buf: bytes) -> bool:
 
 async def fetch(target: Target, timeout: float) -> Result:
     """One request; never raises (except on cancellation)."""
+    if target.mode == "socket":
+        return await fetch_socket(target, timeout)
     clock = time.perf_counter
     result = Result(t_start=clock())
     writer = None
@@ -207,6 +218,43 @@ async def fetch(target: Target, timeout: float) -> Result:
     finally:
         if writer is not None:
             writer.close()
+    return result
+
+
+async def fetch_socket(target: Target, timeout: float) -> Result:
+    """One response on a WebSocket of its own; never raises (except on cancellation)."""
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import WebSocketException
+
+    clock = time.perf_counter
+    result = Result(t_start=clock(), framing="websocket")
+    parts: list[bytes] = []
+    try:
+        async with asyncio.timeout(timeout):
+            async with connect(f"ws://{target.host}:{target.port}/v1/responses",
+                               additional_headers={"Authorization": f"Bearer {target.api_key}"},
+                               max_size=None, ping_interval=None, compression=None) as socket:
+                result.status = 101
+                await socket.send(target.request.decode())
+                while True:
+                    frame = await socket.recv(decode=False)
+                    kind = frame[9:frame.index(b'"', 9)] if frame.startswith(b'{"type":"') else b"?"
+                    parts.append(b"event: %s\ndata: %s\n\n" % (kind, frame))
+                    if result.ttfd is None and kind == b"response.output_text.delta":
+                        result.ttfd = clock() - result.t_start
+                    if kind in (b"response.completed", b"response.failed",
+                                b"response.incomplete", b"error"):
+                        break
+                result.total = clock() - result.t_start
+                result.ok = kind != b"error"
+                if not result.ok:
+                    result.error = f"error_frame: {frame[:200].decode('utf-8', 'replace')}"
+                parts.append(DONE)
+    except TimeoutError:
+        result.error = "timeout"
+    except (OSError, WebSocketException, ValueError) as exc:
+        result.error = f"{type(exc).__name__}: {exc}"[:200]
+    result.body = b"".join(parts)
     return result
 
 
@@ -306,7 +354,8 @@ def verify_direct(body: bytes, n: int) -> str | None:
 
 def verify(target: Target, results: list[Result], keep_bodies: bool = False) -> None:
     """Set `lost` on every ok result whose events do not check out; drop the other bodies."""
-    check = verify_gateway if target.mode == "gateway" else verify_direct  # chat: direct's
+    check = (verify_gateway if target.mode in ("gateway", "socket")
+             else verify_direct)  # chat: direct's
     for r in results:
         if r.ok:
             r.lost = check(r.body, target.n)

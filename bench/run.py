@@ -395,7 +395,7 @@ async def measure(target: Target, concurrency: int, total: int, meter: Meter | N
 async def run_matrix(upstream_url: str, gateway_url: str, api_key: str, meter: Meter,
                      matrix: list, streams: int, processes: dict, report: dict,
                      lockstep: bool = False, chat_first: bool = False,
-                     skip_chat: bool = False) -> None:
+                     skip_chat: bool = False, socket_target: bool = False) -> None:
     """Fill `report["cells"]` and `report["streams_check"]` as the cells complete, so a
     run that stops half-way still has the cells it finished."""
     log("waiting for the gateway and its worker to serve a stream ...")
@@ -414,6 +414,8 @@ async def run_matrix(upstream_url: str, gateway_url: str, api_key: str, meter: M
             modes[1:] = modes[:0:-1]
         if skip_chat:
             modes = [mode for mode in modes if mode[0] != "chat"]
+        if socket_target:
+            modes.append(("socket", gateway_url, api_key))
         for mode, base, key in modes:
             target = Target.make(mode, base, model, N_CHUNKS, key)
             try:
@@ -482,7 +484,7 @@ def render(report: dict) -> str:
     ]
     for cell in report.get("cells", []):
         direct = cell["direct"]
-        for mode in ("direct", "gateway", "chat"):
+        for mode in ("direct", "gateway", "chat", "socket"):
             s = cell.get(mode)
             if s is None:
                 continue
@@ -529,7 +531,7 @@ def render(report: dict) -> str:
         "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     rows = [(c["pacing_ms"], c["concurrency"], m, c[m]) for c in report.get("cells", [])
-            for m in ("direct", "gateway", "chat") if m in c]
+            for m in ("direct", "gateway", "chat", "socket") if m in c]
     if check is not None:
         rows.append((check["pacing_ms"], check["requested"], "gateway", check))
     for pacing, concurrency, mode, s in rows:
@@ -619,6 +621,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-chat", action="store_true",
                         help="leave out the chat completions target (A/B runs of the "
                              "Responses path alone)")
+    parser.add_argument("--socket-target", action="store_true",
+                        help="each cell also runs the WebSocket target: one socket per "
+                             "response, its frames checked as a stream's events are")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "latest.md"),
                         help="markdown report path; the JSON goes next to it (.json)")
     args = parser.parse_args(argv)
@@ -674,7 +679,7 @@ def main(argv: list[str] | None = None) -> int:
                      **{f"worker{n + 1}": w for n, w in enumerate(deployment.workers)}}
         asyncio.run(run_matrix(upstream.base_url, deployment.base_url, api_key, meter,
                                matrix, streams, processes, report, args.lockstep,
-                               args.chat_first, args.skip_chat))
+                               args.chat_first, args.skip_chat, args.socket_target))
         if loops:
             report["agent_loops"] = asyncio.run(agent_loop.run(
                 upstream.base_url, deployment.base_url, api_key, loops, log))

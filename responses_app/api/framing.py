@@ -63,6 +63,12 @@ def websocket_error(exc: APIError) -> bytes:
     return orjson.dumps({"type": "error", "status": exc.status, "error": error})
 
 
+def websocket_frame(event: bytes, suffix: bytes | None) -> bytes:
+    """One event as a WebSocket text frame's UTF-8 payload (its object closed by `suffix`
+    when given)."""
+    return event if suffix is None else event[:-1] + suffix
+
+
 def websocket_text(event: bytes, suffix: bytes | None) -> str:
     """One event as a WebSocket text frame (its object closed by `suffix` when given)."""
-    return (event if suffix is None else event[:-1] + suffix).decode()
+    return websocket_frame(event, suffix).decode()

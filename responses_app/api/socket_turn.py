@@ -6,7 +6,10 @@ and without `stream` and `background`; it goes through the same steps as an HTTP
 socket's last response as the supplied history when it continues an unstored one. The
 run's events go out as the relay hands them (relay.batches), one JSON text frame each
 (framing.py: the same objects and sequence numbers as the SSE stream's); an error before
-the run started is an `error` frame in OpenAI's WebSocket shape.
+the run started is an `error` frame in OpenAI's WebSocket shape. Under Daphne the events
+that arrive while the turn waits are written through from the web's read of the bus, as
+an SSE stream's are (`_write_through`; the turn's own frames, its first events and its end
+still go through the consumer's send, in order with them: the two never run at once).
 """
 import logging
 import time
@@ -15,6 +18,7 @@ from contextlib import aclosing
 import orjson
 
 from observability.http import Exchange
+from observability.metrics import EVENTS_RELAYED
 
 from . import framing, relay, streaming
 from ..bus import KEEPALIVE
@@ -61,6 +65,7 @@ class Turn:
         # (sent `response.created`); its final response object.
         self.steerable, self.steers, self.carried = False, [], []
         self.started, self.final = False, None
+        self.last_event: bytes | None = None  # the last event sent (its terminal one)
         self.status = 200  # as an HTTP create would have answered, for metrics and the log
 
     async def run(self) -> None:
@@ -113,7 +118,8 @@ class Turn:
             self.status = error.status
             await self.send(framing.websocket_error(error))
             return None
-        last, self.started = None, True
+        self.started = True
+        self._write_through()
         async with aclosing(relay.batches(self.subscription, first)) as batches:
             async for batch in batches:
                 if batch is KEEPALIVE:
@@ -124,11 +130,37 @@ class Turn:
                 for event in events:
                     await self.send(event)
                 if events:
-                    last = events[-1]
+                    self.last_event = events[-1]
                 if entry.error is not None:  # the bus failed under us
                     return None
+        last = self.last_event
         event = orjson.loads(last) if last is not None else {}
         return event.get("response") if event.get("type") != "error" else None
+
+    def _write_through(self) -> None:
+        """Under Daphne, have the run's events that arrive while this turn waits written
+        as frames at once by the bus reader's pass (Subscription.direct), each entry's in
+        one write, rather than each entry waking the turn's task, which then sends each
+        event through Channels' and Daphne's send coroutines and autobahn's framing.
+        Entries with the run's end (the turn's steering closes first) or an error still
+        come to the task. Measured: docs/architecture.md's ledger ("WebSocket
+        write-through")."""
+        write = self.socket.frame_writer
+        if write is None:
+            return
+        socket, suffix, frame = self.socket, self.suffix, framing.websocket_frame
+
+        def direct(entry) -> bool:
+            events = entry.events
+            if not events:
+                return True
+            if not socket.closing and not write([frame(event, suffix) for event in events]):
+                return False  # not open: the task's send meets it, as before
+            self.last_event = events[-1]
+            EVENTS_RELAYED.inc(len(events))
+            return True
+
+        self.subscription.direct = direct
 
     async def _prepared(self, job, continued) -> None:
         """generate=false: the response as prepared, with no output, and kept on the

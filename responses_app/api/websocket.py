@@ -29,6 +29,7 @@ from ..auth import resolve_api_key
 from ..db_threads import run_db
 from ..errors import APIError, AuthenticationError, BodyTooLarge, InvalidRequest
 from . import framing, socket_shutdown, streaming
+from .daphne_write import frame_writer
 from .parsers import parse_json
 from .socket_lanes import Lane, steered_lane
 from .socket_state import SocketState
@@ -58,6 +59,7 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         self.lanes: dict[str | None, Lane] = {}
         self.timer, self.closing = None, False
         self.steer_events = SteerEvents()
+        self.frame_writer = frame_writer(self.base_send)  # under Daphne (socket_turn.py)
         await self.accept()
         try:
             principal = await run_db(resolve_api_key, self.authorization)

@@ -83,6 +83,21 @@ def decode(entry_id: bytes, fields: dict) -> Entry:
     return Entry(first=int(fields[b"f"]), last=last, events=events, end=b"e" in fields)
 
 
+def decode_flat(entry_id: bytes, flat: list) -> Entry:
+    """`decode` of an entry whose fields come as the XREAD reply gives them, one flat list.
+    A run's entry of events (`1-<last>`: `f`, `d` JSON Lines, `t`, then `e` at the end, as
+    redis_append.py writes them) is read in place; any other (an error, an end marker, an
+    older writer's layout) through `decode`, so both give the same Entry. Measured (the
+    web's shared read, 300 paced streams, in process; bench/README.md's issue-31 web
+    section, round 3): ~1-2 us of ~20 us of web CPU per entry."""
+    size = len(flat)
+    if ((size == 6 or (size == 8 and flat[6] == b"e")) and flat[0] == b"f"
+            and flat[2] == b"d" and entry_id[:2] == b"1-" and flat[3][:1] == b"{"):
+        return Entry(int(flat[1]), int(entry_id[2:]), flat[3].split(b"\n"), size == 8)
+    it = iter(flat)
+    return decode(entry_id, dict(zip(it, it)))
+
+
 def _framed_events(data: bytes) -> list[bytes]:
     """The events of an entry written by a worker of the previous release, as SSE blocks
     (`event: …\ndata: {…}\n\n`): kept readable while such entries may still be retained

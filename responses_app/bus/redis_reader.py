@@ -14,9 +14,9 @@ import time
 import redis.asyncio as aioredis
 
 from ..errors import ServiceUnavailable
-from .entries import failure_entry
-from .redis_codec import async_client, decode, one_connection_client, stream_key
-from .redis_xread import PackedXRead, fields_of
+from .entries import Entry, failure_entry
+from .redis_codec import async_client, decode, decode_flat, one_connection_client, stream_key
+from .redis_xread import PackedXRead
 from .subscription import Subscription
 
 log = logging.getLogger(__name__)
@@ -192,8 +192,9 @@ class ReadHub:
                         self.wake_id = entries[-1][0]
                         continue
                     delivered += 1
-                    decoded = _joined([decode(entry_id, fields_of(fields))
-                                       for entry_id, fields in entries])
+                    decoded = [decode_flat(entry_id, fields) for entry_id, fields in entries]
+                    if len(decoded) > 1:
+                        decoded = _joined(decoded)
                     for subscription in list(self.subscribers.get(key, ())):
                         if subscription.cursor < read_from[key]:
                             # it joined during this read, from further back: these entries
@@ -218,12 +219,11 @@ class ReadHub:
 
 
 def _joined(entries: list) -> list:
-    """A stream's entries of one read as one entry (its events in order, the end if the
-    last has it), so that a reader takes them in one write; as they are if one is an
-    error."""
-    if len(entries) == 1 or any(entry.error is not None for entry in entries):
+    """A stream's entries of one read (several) as one entry (its events in order, the end
+    if the last has it), so that a reader takes them in one write; as they are if one is
+    an error."""
+    if any(entry.error is not None for entry in entries):
         return entries
-    joined = entries[0]
-    for entry in entries[1:]:
-        joined = joined.merged(entry)
-    return [joined]
+    last = entries[-1]  # one list of events, not one per entry joined (Entry.merged)
+    return [Entry(entries[0].first, last.last,
+                  [event for entry in entries for event in entry.events], last.end)]

@@ -72,8 +72,3 @@ class PackedXRead:
             raise
         return reply.items() if isinstance(reply, dict) else reply
 
-
-def fields_of(flat: list) -> dict:
-    """An entry's fields as the codec takes them: {name: value}."""
-    it = iter(flat)
-    return dict(zip(it, it))

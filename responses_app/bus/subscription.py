@@ -19,8 +19,9 @@ class Subscription:
     `direct`, when the reader sets it: a sync callable that takes an entry of events
     (neither an end nor an error) while the reader waits in `get()` with nothing queued,
     at once, on the deliverer's turn (the bus reader's pass over every stream it read),
-    instead of a wake-up of the reader's task per entry. Everything else, and an entry
-    that comes while the reader is busy, is queued as before, so entries stay in order.
+    instead of a wake-up of the reader's task per entry; if it returns False it took
+    nothing, and the entry is queued. Everything else, and an entry that comes while the
+    reader is busy, is queued as before, so entries stay in order.
     A keep-alive is then due `keepalive_seconds` after the last entry taken either way."""
 
     def __init__(self, response_id: str, after: int, on_close=None):
@@ -37,6 +38,10 @@ class Subscription:
 
     def deliver(self, entry: Entry) -> None:
         """Called on the subscriber's loop: queue what this reader has not seen yet."""
+        if entry.error is None and entry.first > self.cursor:  # all of it new: the usual
+            self.cursor = entry.last
+            self.put(entry)
+            return
         trimmed = entry.after(self.cursor)
         if trimmed is None:
             if entry.end and not self.ended:  # the log ended at or before the cursor:
@@ -52,13 +57,14 @@ class Subscription:
         if (self.direct is not None and waiter is not None and not self.pending
                 and not entry.end and entry.error is None and not waiter.done()):
             try:
-                self.direct(entry)
+                taken = self.direct(entry) is not False
             except Exception:  # the reader's own path takes it, and raises there
                 log.exception("direct delivery failed; the entry is queued")
                 self.direct = None
             else:
-                self._taken_at = self.loop.time()
-                return
+                if taken:
+                    self._taken_at = self.loop.time()
+                    return
         self.pending.append(entry)
         if entry.end:
             self.ended = True
