@@ -56,6 +56,7 @@ async def _one(index: int, upstream: str, pacing: int, delay: float, counts: lis
          "output": [], "status": "queued"}, TranslatorOptions(ids=new_id))
     run.stamper = EventStamper()
     run.first_delta_at = None
+    run.stopped = None
     body = (b'{"model":"bench-200-%d","messages":[{"role":"user","content":"hi"}],'
             b'"stream":true,"stream_options":{"include_usage":true}}' % pacing)
     response = await http_client().post(

@@ -229,7 +229,10 @@ class Streaming:
 
     def _translated_now(self, chunks: list) -> None:
         """One read's chunks translated and put on the bus, not waited for (as `emit`'s
-        non-urgent entries; called from the upstream connection's read callback)."""
+        non-urgent entries; called from the upstream connection's read callback). Nothing
+        once the run is stopping: its task, cancelled, has not run yet."""
+        if self.stopped is not None:
+            return
         translator = self.translator
         events = []
         for chunk in chunks:
