@@ -348,3 +348,133 @@ def test_an_https_upstream_is_verified_and_streamed(tmp_path, monkeypatch):
     finally:
         monkeypatch.delenv("SSL_CERT_FILE")
         http_stream._tls_context.cache_clear()
+
+
+# --- pushed batches: after the first, the rest handed to a callback as each read arrives ---
+
+async def paced_answer(writer, chunks, *, end=True) -> None:
+    """`chunks` one HTTP chunk each, 20 ms apart (a read each), then [DONE] and the end."""
+    writer.write(CHUNKED_HEAD)
+    for c in chunks:
+        writer.write(chunk(sse(c)))
+        await writer.drain()
+        await asyncio.sleep(0.02)
+    if end:
+        writer.write(chunk(DONE) + LAST_CHUNK)
+        await writer.drain()
+
+
+async def pushed(route: Route, sink=None) -> tuple[list[dict], list[list[dict]]]:
+    """The first batch pulled, then every later one pushed: (all chunks, the pushed
+    batches)."""
+    received, pushes = [], []
+
+    def take(batch):
+        pushes.append(batch)
+        received.extend(batch)
+        if sink is not None:
+            sink(batch)
+
+    async with open_chat_stream(route, BODY, 0.05) as batches:
+        async for batch in batches:
+            received += batch
+            break
+        await batches.push(take)
+    return received, pushes
+
+
+def test_pushed_batches_arrive_whole_one_per_read_and_the_connection_is_kept():
+    async def script(reader, writer, number):
+        await paced_answer(writer, CHUNKS[:5])
+
+    async def scenario():
+        async with ScriptedServer(script) as server:
+            answers = [await pushed(server.route()) for _ in range(2)]
+            return answers, server.connections
+
+    answers, connections = run(scenario())
+    for received, pushes in answers:
+        assert received == CHUNKS[:5]
+        assert [c for batch in pushes for c in batch] == CHUNKS[1:5]
+        assert len(pushes) >= 2  # read by read, not gathered at the end
+    assert connections == 1
+
+
+def test_pushing_after_the_whole_answer_came_hands_over_what_is_left():
+    async def script(reader, writer, number):
+        await answer(writer, CHUNKS[:3])  # all in one write: one read
+
+    async def scenario():
+        async with ScriptedServer(script) as server:
+            return await pushed(server.route())
+
+    received, _ = run(scenario())
+    assert received == CHUNKS[:3]
+
+
+def test_a_connection_dropped_while_pushing_fails_after_what_arrived():
+    async def script(reader, writer, number):
+        await paced_answer(writer, CHUNKS[:3], end=False)
+        return "close"
+
+    async def scenario():
+        async with ScriptedServer(script) as server:
+            received = []
+            with pytest.raises(UpstreamStreamFailed) as raised:
+                async with open_chat_stream(server.route(), BODY, 0.0) as batches:
+                    async for batch in batches:
+                        received += batch
+                        break
+                    await batches.push(received.extend)
+            return received, raised.value
+
+    received, failure = run(scenario())
+    assert received == CHUNKS[:3]
+    assert failure.code == "server_error"
+    assert failure.message.startswith("The upstream connection failed mid-stream: ")
+
+
+def test_a_silent_server_times_out_while_pushing():
+    async def script(reader, writer, number):
+        await paced_answer(writer, CHUNKS[:2], end=False)
+        await asyncio.sleep(5)
+
+    async def scenario():
+        async with ScriptedServer(script) as server:
+            received = []
+            with pytest.raises(UpstreamStreamFailed) as raised:
+                async with open_chat_stream(server.route(idle_timeout=0.3), BODY,
+                                            0.0) as batches:
+                    async for batch in batches:
+                        received += batch
+                        break
+                    await batches.push(received.extend)
+            return received, raised.value
+
+    received, failure = run(scenario())
+    assert received == CHUNKS[:2]
+    assert (failure.code, failure.message) == (
+        "request_timeout", "The upstream sent nothing for longer than the timeout.")
+
+
+def test_what_the_push_callback_raises_is_raised_as_it_is_and_the_connection_dropped():
+    class Refused(Exception):
+        pass
+
+    def refuse(batch):
+        raise Refused(batch[0]["choices"][0]["delta"]["content"])
+
+    async def script(reader, writer, number):
+        await paced_answer(writer, CHUNKS[:4])
+
+    async def scenario():
+        async with ScriptedServer(script) as server:
+            with pytest.raises(Refused) as raised:
+                await pushed(server.route(), refuse)
+            after = await streamed(server.route())
+            return raised.value, after, server.connections
+
+    refused, after, connections = run(scenario())
+    assert str(refused) == "w1 "
+    assert after == CHUNKS[:4]
+    assert connections == 2  # the refused call's connection was not reused

@@ -118,6 +118,10 @@ class MemoryLogWriter:
         self.response_id = response_id
 
     async def append(self, entry: Entry, urgent: bool = False, soon: bool = False) -> None:
+        self.put(entry)
+
+    def put(self, entry: Entry) -> None:
+        """Append without waiting, from sync code (the same as `append`)."""
         entry.at = time.time()
         self.bus._append(self.response_id, self, entry)
 

@@ -40,6 +40,10 @@ class RedisLogWriter:
         else:  # most entries: no coroutine more per chunk
             self.shared.put(self.key, entry, soon)
 
+    def put(self, entry: Entry) -> None:
+        """Append a non-urgent entry without waiting (as `append(entry)`), from sync code."""
+        self.shared.put(self.key, entry, entry.end)
+
     async def close(self) -> None:
         self.shared.fenced.discard(self.key)
         self.shared.broken.pop(self.key, None)

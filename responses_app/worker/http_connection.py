@@ -44,6 +44,9 @@ class Connection(asyncio.Protocol):
         self.started = False  # a response byte arrived
         self.waiter: asyncio.Future | None = None
         self.failure: Exception | None = None
+        # called after each read that added to `body` (StreamedResponse.deliver); while it
+        # is set, a body piece wakes no waiter (only the end, a failure or the idle timeout)
+        self.reader = None
 
     def usable(self, now: float) -> bool:
         return (not self.closed and now - self.idle_since < IDLE_KEEPALIVE_SECONDS
@@ -115,6 +118,9 @@ class Connection(asyncio.Protocol):
         except httptools.HttpParserError as exc:
             self._fail(ConnectionLost(f"the upstream sent invalid HTTP: {exc}"))
             self.close()
+            return
+        if self.reader is not None and self.body:
+            self.reader()
 
     def eof_received(self):
         return False  # close the transport; connection_lost follows
@@ -148,7 +154,7 @@ class Connection(asyncio.Protocol):
     def on_body(self, body: bytes) -> None:
         self.body.append(body)
         waiter = self.waiter  # _wake(), inline: once per HTTP chunk
-        if waiter is not None and not waiter.done():
+        if waiter is not None and self.reader is None and not waiter.done():
             waiter.set_result(None)
 
     def on_message_complete(self) -> None:

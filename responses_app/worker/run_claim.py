@@ -91,5 +91,11 @@ class _ClaimedWriter:
             raise RunNotClaimed(self.claim.response_id)
         await self.writer.append(entry, urgent, soon)
 
+    def put(self, entry: Entry) -> None:
+        """A non-urgent append from sync code: only once the claim is confirmed."""
+        if not self.claim.confirmed:
+            raise RunNotClaimed(self.claim.response_id)
+        self.writer.put(entry)
+
     async def close(self) -> None:
         await self.writer.close()

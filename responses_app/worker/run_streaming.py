@@ -203,10 +203,13 @@ class Streaming:
                 await self._translated(batches)
 
     async def _translated(self, batches) -> None:
-        """The turn's chunk batches translated onto the bus."""
+        """The turn's chunk batches translated onto the bus. Once the first delta is out,
+        the rest are translated as they are read (`push`: no wake-up of this task per
+        read), unless the batches cannot be pushed (observed by a trace span)."""
         if not self.started:  # not urgent: it usually travels with the first delta
             await self.emit(self.translator.start(), urgent=False)
         first_delta_sent = False
+        push = getattr(batches, "push", None)
         async for chunks in batches:
             events = []
             for chunk in chunks:
@@ -220,6 +223,22 @@ class Streaming:
                 self.first_delta_at = time.monotonic()
                 self.first_delta_clock = datetime.now(timezone.utc)
             await self._first_delta_out(events, first)
+            if push is not None and hasattr(self.writer, "put"):
+                await push(self._translated_now)
+                return
+
+    def _translated_now(self, chunks: list) -> None:
+        """One read's chunks translated and put on the bus, not waited for (as `emit`'s
+        non-urgent entries; called from the upstream connection's read callback). Nothing
+        once the run is stopping: its task, cancelled, has not run yet."""
+        if self.stopped is not None:
+            return
+        translator = self.translator
+        events = []
+        for chunk in chunks:
+            events += translator.feed(chunk)
+        if events:
+            self.writer.put(stamped_entry(self.stamper, events))
 
     async def _first_delta_out(self, events: list, first: int) -> None:
         """The first delta goes in a flush of its own (its client waits for it), written to

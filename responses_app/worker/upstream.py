@@ -90,7 +90,7 @@ async def open_chat_stream(target: Route, body: dict, read_interval: float = 0.0
         raise UpstreamRejected(str(busy), status=503, code="upstream_busy",
                                headers={"Retry-After": "1"}) from None
     try:
-        yield _chunk_batches(response, read_interval)
+        yield ChunkBatches(response, read_interval)
     finally:
         response.release()
         await pool.release(lease)
@@ -216,8 +216,9 @@ def _upstream_message(status: int, content: bytes) -> str:
     return text or f"HTTP {status}"
 
 
-async def _chunk_batches(response: StreamedResponse, read_interval: float):
-    """The decoded chunks of each read of the upstream, a list per read.
+class ChunkBatches:
+    """The decoded chunks of each read of the upstream, a list per read: iterated
+    (`async for`), and from any point on, if the caller wants, pushed (`push`).
 
     Reads at most once per `read_interval` once the first output arrived: chunks that
     arrive meanwhile are taken in one go, sparing an event-loop wake-up, a bus entry and a
@@ -225,41 +226,109 @@ async def _chunk_batches(response: StreamedResponse, read_interval: float):
     delta), nor after the model's finish reason: what follows it (the usage chunk,
     `[DONE]`) comes at once, so the end is not held for an interval.
     """
-    buffer = b""
-    finishing = False
-    try:
-        async for data in response.batches(read_interval):
-            buffer = buffer + data if buffer else data  # usually whole events: no copy
-            if b"\n" not in data:
-                continue
-            nul = may_hold_nul(buffer)  # one look for the whole read, not one per chunk
-            *lines, buffer = buffer.split(b"\n")
-            batch = []
-            for line in lines:
-                if line[:5] != b"data:":
-                    continue  # comments, event names, blank lines
-                payload = line[5:].strip()
-                if payload == b"[DONE]":
-                    yield batch
-                    return
-                batch.append(_decode(payload, nul))
-            if batch:
-                yield batch
-                if finishing:
+
+    def __init__(self, response: StreamedResponse, read_interval: float):
+        self.response, self.read_interval = response, read_interval
+        self.buffer = b""
+        self.finishing = False
+        self.done = False  # [DONE] came
+        self._pulled = self._reads = None  # the iteration's generators, once started
+
+    def __aiter__(self):
+        self._pulled = self._pull()
+        return self._pulled
+
+    async def _pull(self):
+        self._reads = self.response.batches(self.read_interval)
+        try:
+            async for data in self._reads:
+                batch = self._decoded(data)
+                if batch is None:
                     continue
-                if _finish_in(batch):  # it is near the end
-                    finishing = True
-                    response.unpace()
-                elif not response.paced and any(_has_output(chunk) for chunk in batch):
-                    response.pace()
-    except asyncio.TimeoutError:
-        raise UpstreamStreamFailed(
-            "request_timeout", "The upstream sent nothing for longer than the timeout.") from None
-    except ConnectionError as exc:
-        raise UpstreamStreamFailed(
-            "server_error", f"The upstream connection failed mid-stream: {exc!s}") from None
-    raise UpstreamStreamFailed("server_error",
-                               "The upstream stream ended before it said it was done.")
+                yield batch
+                if self.done:
+                    return
+        except asyncio.TimeoutError:
+            raise _timed_out() from None
+        except ConnectionError as exc:
+            raise _broken(exc) from None
+        raise _cut_short()
+
+    async def push(self, sink) -> None:
+        """The rest of the batches, each handed to `sink(batch)` as its read arrives (from
+        the connection's read callback: the waiting task wakes only at the end); returns
+        after `[DONE]`, raises what `sink` raised or what iterating would."""
+        for generator in (self._pulled, self._reads):  # an iteration left at a batch
+            if generator is not None:
+                await generator.aclose()
+        if self.done:
+            return
+        failures = []
+
+        def read(data: bytes) -> bool:
+            batch = self._decoded(data)
+            if batch is not None:
+                try:
+                    sink(batch)
+                except BaseException as exc:  # the sink's own failure, raised as it is
+                    failures.append(exc)
+                    return True
+            return self.done
+
+        try:
+            await self.response.deliver(read, self.read_interval)
+        except asyncio.TimeoutError:
+            raise _timed_out() from None
+        except ConnectionError as exc:
+            raise _broken(exc) from None
+        if failures:
+            raise failures[0]
+        if not self.done:
+            raise _cut_short()
+
+    def _decoded(self, data: bytes) -> list | None:
+        """The chunks whose lines `data` completes (None if it completes none), `done`
+        once `[DONE]` came; paces the response once output came, unpaces it near the end."""
+        buffer = self.buffer + data if self.buffer else data  # usually whole events: no copy
+        if b"\n" not in data:
+            self.buffer = buffer
+            return None
+        nul = may_hold_nul(buffer)  # one look for the whole read, not one per chunk
+        *lines, self.buffer = buffer.split(b"\n")
+        batch = []
+        for line in lines:
+            if line[:5] != b"data:":
+                continue  # comments, event names, blank lines
+            payload = line[5:].strip()
+            if payload == b"[DONE]":
+                self.done = True
+                return batch
+            batch.append(_decode(payload, nul))
+        if not batch:
+            return None
+        if not self.finishing:
+            response = self.response
+            if _finish_in(batch):  # it is near the end
+                self.finishing = True
+                response.unpace()
+            elif not response.paced and any(_has_output(chunk) for chunk in batch):
+                response.pace()
+        return batch
+
+
+def _timed_out() -> UpstreamStreamFailed:
+    return UpstreamStreamFailed(
+        "request_timeout", "The upstream sent nothing for longer than the timeout.")
+
+
+def _broken(exc: Exception) -> UpstreamStreamFailed:
+    return UpstreamStreamFailed(
+        "server_error", f"The upstream connection failed mid-stream: {exc!s}")
+
+
+def _cut_short() -> UpstreamStreamFailed:
+    return UpstreamStreamFailed("server_error",
+                                "The upstream stream ended before it said it was done.")
 
 
 def _has_output(chunk: dict) -> bool:
