@@ -8,6 +8,7 @@ only between values of one JSON type (numbers numerically, strings by code point
 `nin` against a non-empty list of strings and numbers. A file without the key matches no
 comparison, `ne` and `nin` included. A filter of the wrong shape raises InvalidSearchRequest.
 """
+from django.db import connection
 from django.db.models import CharField, Func, JSONField, Q, Value, lookups
 from django.db.models.fields.json import KeyTransform
 
@@ -99,3 +100,58 @@ def _scalar(value) -> bool:
 
 def _json(value) -> Value:
     return Value(value, output_field=JSONField())
+
+
+
+class NumberSlot(float):
+    """A number's placeholder in a filter of slotted_filter's (Slots are strings)."""
+
+    def __new__(cls, name: str):
+        slot = super().__new__(cls, 0.0)
+        slot.name = name
+        return slot
+
+
+def filter_shape(spec) -> tuple[tuple, dict]:
+    """A valid filter's shape and its values: what filter_q's SQL depends on (its
+    comparisons' types and nesting, an ordering's value type, an `in` list's length) and,
+    by the names slotted_filter gives their Slots, its keys (as Django's KeyTransform
+    passes them: an integer-like key as an integer, an array index) and its values (as
+    Django's JSONField adapts them)."""
+    values: dict = {}
+    count = [0]
+
+    def walk(part) -> tuple:
+        if part["type"] in COMPOUNDS:
+            return (part["type"], tuple(walk(child) for child in part["filters"]))
+        n, key, value = count[0], part["key"], part["value"]
+        count[0] += 1
+        try:
+            values[f"key{n}"] = int(key)
+        except ValueError:
+            values[f"key{n}"] = key
+        items = value if isinstance(value, list) else [value]
+        for i, item in enumerate(items):
+            values[f"value{n}_{i}"] = connection.ops.adapt_json_value(item, None)
+        return (part["type"], len(items), isinstance(value, list), isinstance(value, str))
+
+    return walk(spec), values
+
+
+def slotted_filter(shape: tuple, slot) -> dict:
+    """A filter of `shape` whose keys and values are placeholders named as filter_shape
+    names them: `slot(name)` for a key or a string, NumberSlot(name) for an ordering's
+    number."""
+    count = [0]
+
+    def build(part: tuple) -> dict:
+        kind = part[0]
+        if kind in COMPOUNDS:
+            return {"type": kind, "filters": [build(child) for child in part[1]]}
+        n, (_, items, listed, string) = count[0], part
+        count[0] += 1
+        values = [slot(f"value{n}_{i}") if string or kind not in ORDERINGS
+                  else NumberSlot(f"value{n}_{i}") for i in range(items)]
+        return {"type": kind, "key": slot(f"key{n}"), "value": values if listed else values[0]}
+
+    return build(shape)

@@ -10,6 +10,11 @@ database OPTIONS would refuse several statements with parameters in one string).
 
 A statement may carry a `setting` (`SET LOCAL ...`) run just before it, in the same
 transaction: it holds for the statements after it in the same string, and ends with it.
+
+A search's statements whose SQL varies with their parameters' number only (how many stores,
+which tiers) are Shapes: their SQL built by the ORM once per shape, named Slots in place of
+the values, and the values bound per call (the ORM's building took ~3-4 ms of a search's
+~8 ms of CPU; figures in bench/README.md, "Statements built once per shape").
 """
 from dataclasses import dataclass, field
 
@@ -31,6 +36,33 @@ class Statement:
         """The statement of a Django queryset (values_list and the like)."""
         sql, params = queryset.query.sql_with_params()
         return cls(sql, list(params), setting)
+
+
+class Slot(str):
+    """A named placeholder for a value in a Shape's ORM query: the ORM passes it through to
+    the parameters as it passes through the string it is (a CharField's value, a raw
+    tsquery, a RawSQL parameter, a Value; str() of it is itself, as a JSON key's is)."""
+
+    def __str__(self) -> str:
+        return self
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A statement's SQL and its parameters, each a constant or a Slot to bind per call."""
+
+    sql: str
+    params: tuple
+
+    @classmethod
+    def of(cls, queryset) -> "Shape":
+        """The shape of a queryset built with Slots for its values."""
+        sql, params = queryset.query.sql_with_params()
+        return cls(sql, tuple(params))
+
+    def bind(self, values: dict) -> list:
+        """The parameters, each Slot replaced by values[its name]."""
+        return [values[param] if type(param) is Slot else param for param in self.params]
 
 
 def run_together(*statements: Statement) -> list[list[tuple]]:
