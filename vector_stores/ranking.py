@@ -35,7 +35,7 @@ is text_ranking.py's.
 """
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from django.conf import settings
 from django.db.models import Q, Sum, Value
@@ -44,7 +44,7 @@ from pgvector.django import CosineDistance
 
 from .filters import NumberSlot, filter_q, filter_shape, slotted_filter
 from .models import Chunk, VectorStoreFile
-from .statements import Shape, Slot, Statement, any_of, run_together
+from .statements import Shape, Slot, Statement, any_of, int_array, run_together
 
 RRF_K = 60
 FILE_ATTRIBUTES = "attributes"  # filters apply to the store files (files_statement)
@@ -78,6 +78,12 @@ class Scope:
         if not self.narrowed:
             return self.stores
         return Q(any_of(Chunk, "store_file", self.file_ids))
+
+    @cached_property
+    def file_array(self) -> str:
+        """The files' ids as one array literal (statements.int_array), for the Shapes'
+        statements."""
+        return int_array(self.file_ids)
 
     @property
     def stores(self) -> Q:
@@ -159,11 +165,11 @@ def nearest_statement(scope: Scope, vector: list[float], candidates: int,
     if iterative_scans(version) and settings.VECTOR_SEARCH_MAX_SCAN_TUPLES > 0:
         return iterative_statement(scope, vector, candidates)
     shape = _index_scan_shape(wanted, None, 0)
-    member, ids = ("store_file_id", scope.file_ids) if scope.narrowed \
+    member, ids = ("store_file_id", scope.file_array) if scope.narrowed \
         else ("store_id", scope.store_ids)  # kept in the query, not all `wanted` to Python
     return Statement(f"SELECT nearest.id, nearest.distance FROM ({shape.sql}) AS nearest "
                      f"WHERE nearest.{member} = ANY(%s) AND nearest.distance < %s",
-                     [*shape.bind(_values(scope, vector)), list(ids), MAX_DISTANCE],
+                     [*shape.bind(_values(scope, vector)), ids, MAX_DISTANCE],
                      setting=f"SET LOCAL hnsw.ef_search = {max(40, wanted)}")
 
 
@@ -226,7 +232,8 @@ def _index_scan_shape(wanted: int, narrowed: bool | None, stores: int) -> Shape:
 def _values(scope: Scope, vector: list[float]) -> dict:
     """The values of a Shape's Slots for a scope and the query's vector (as pgvector's
     CosineDistance writes it)."""
-    values = {"vector": Vector(vector).to_text(), "file_ids": scope.file_ids}
+    values = {"vector": Vector(vector).to_text(),
+              "file_ids": scope.file_array if scope.narrowed else None}
     values.update((f"store{n}", store_id) for n, store_id in enumerate(scope.store_ids))
     return values
 

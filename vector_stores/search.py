@@ -36,12 +36,12 @@ from django.db import connection
 from django.utils import timezone
 
 from .embedding import EmbeddingFailed, embed_texts
-from .filters import InvalidSearchRequest, filter_q
+from .filters import InvalidSearchRequest, check_filter
 from .models import Chunk, VectorStore, VectorStoreFile
-from .ranking import (FILE_ATTRIBUTES, TABLE_ROWS, files_statement, fused, nearest_statement, searched_files,
+from .ranking import (TABLE_ROWS, files_statement, fused, nearest_statement, searched_files,
                       vector_ranking)
 from . import side_reads
-from .statements import Statement, any_of, run_together
+from .statements import Statement, any_of, int_array, run_together
 from .text_ranking import first_statement, lexemes_statement, text_ranking
 
 __all__ = ["SearchResult", "VectorStoreNotFound", "InvalidSearchRequest", "EmbeddingFailed",
@@ -165,7 +165,7 @@ def _parameters(max_num_results, filters, ranking_options):
                                    f"{MAX_RESULTS}.")
     ranker, threshold = _ranking(ranking_options)
     if filters is not None:
-        filter_q(filters, FILE_ATTRIBUTES)  # InvalidSearchRequest on a filter of the wrong shape
+        check_filter(filters)
     return ranker, threshold
 
 
@@ -227,7 +227,8 @@ def _touched(last_active: dict) -> None:
 
 
 def _results(ranked: list[tuple[int, float]]) -> list[SearchResult]:
-    [rows] = run_together(Statement(_results_sql(), [[chunk_id for chunk_id, _ in ranked]]))
+    [rows] = run_together(Statement(_results_sql(),
+                                    [int_array(chunk_id for chunk_id, _ in ranked)]))
     attributes = VectorStoreFile._meta.get_field("attributes")
     rows = {chunk_id: (text, file_id, filename,
                        attributes.from_db_value(raw, None, connection) or {})

@@ -98,7 +98,8 @@ def _ranked_matches(scope, raw_query: str, candidates: int,
     matches of `raw_query`: those matching the first of `tiers` first, then the next, then
     the others, each ranked as its own query ranks it (_matches_shape's SQL, built once per
     shape, its values bound here)."""
-    values = {"raw": raw_query, "candidates": candidates, "file_ids": scope.file_ids}
+    values = {"raw": raw_query, "candidates": candidates,
+              "file_ids": scope.file_array if scope.narrowed else None}
     values.update((f"store{n}", store_id) for n, store_id in enumerate(scope.store_ids))
     values.update((f"tier{n}", tier) for n, tier in enumerate(tiers))
     shape = _matches_shape(scope.narrowed, len(scope.store_ids), len(tiers))
