@@ -7,6 +7,10 @@ JSON (jsonb in Postgres): `eq`/`ne` by type and value (`true` is not `1`), the o
 only between values of one JSON type (numbers numerically, strings by code point), `in` /
 `nin` against a non-empty list of strings and numbers. A file without the key matches no
 comparison, `ne` and `nin` included. A filter of the wrong shape raises InvalidSearchRequest.
+
+A search checks a filter (check_filter) and builds its statement once per shape
+(filter_shape: what the SQL depends on, and the values to bind; slotted_filter: a filter
+of that shape with placeholders, for filter_q and the ORM; ranking.files_statement).
 """
 from django.db import connection
 from django.db.models import CharField, Func, JSONField, Q, Value, lookups

@@ -93,7 +93,7 @@ class Scope:
 
 def files_statement(store_ids: list[str], filters: dict | None) -> Statement:
     """The statement reading the scope: the completed files of the stores passing the
-    attribute filter (a valid one: filters.filter_q checked it; pk, chunk count), or without
+    attribute filter (a valid one: filters.check_filter checked it; pk, chunk count), or without
     a filter their chunks' total (the 1,000 files' rows read one by one: the hybrid search
     1.33x slower at p50 with the steps of that commit, bench/README.md)."""
     values = {f"store{n}": store_id for n, store_id in enumerate(store_ids)}
