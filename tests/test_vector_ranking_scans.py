@@ -39,15 +39,17 @@ def test_the_test_servers_pgvector_reads_and_takes_the_over_fetch(alice, setting
     assert statement == Statement(
         f"SELECT nearest.id, nearest.distance FROM ({sql}) AS nearest "
         f"WHERE nearest.store_file_id = ANY(%s) AND nearest.distance < %s",
-        [*params, [3, 8], 1.0], "SET LOCAL hnsw.ef_search = 300")
+        [*params, "{3,8}", 1.0], "SET LOCAL hnsw.ef_search = 300")  # the ids one literal
 
 
-@pytest.mark.parametrize("scope, where, scope_sql, scope_params", [
+@pytest.mark.parametrize("scope, where, scope_sql, scope_params, bound", [
     (NARROWED, NARROWED.chunks, '("vector_store_chunks"."store_file_id" = ANY(%s::bigint[]))',
-     [[3, 8]]),  # the files' ids one array parameter, not an IN list of as many
-    (WHOLE, Q(store_id__in=["vs_1"]), '"vector_store_chunks"."store_id" IN (%s)', ["vs_1"])])
+     [[3, 8]], ["{3,8}"]),  # the files' ids one array parameter, bound as one literal
+    (WHOLE, Q(store_id__in=["vs_1"]), '"vector_store_chunks"."store_id" IN (%s)', ["vs_1"],
+     ["vs_1"])])
 def test_pgvector_0_8_scans_iteratively_with_the_scope_in_the_scan(settings, scope, where,
-                                                                   scope_sql, scope_params):
+                                                                   scope_sql, scope_params,
+                                                                   bound):
     settings.VECTOR_SEARCH_EXACT_MAX_CHUNKS = 10_000
     settings.VECTOR_SEARCH_MAX_SCAN_TUPLES = 20_000
     statement = nearest_statement(scope, VECTOR, 40, [(100_000.0, "0.8.1")])
@@ -55,7 +57,7 @@ def test_pgvector_0_8_scans_iteratively_with_the_scope_in_the_scan(settings, sco
     assert f" WHERE {scope_sql} ORDER BY" in sql and list(params)[1:] == scope_params
     assert statement == Statement(  # ef_search 1.5 x 40 whatever the filter
         f"WITH nearest AS MATERIALIZED ({sql}) SELECT nearest.id, nearest.distance "
-        f"FROM nearest WHERE nearest.distance < %s", [*params, 1.0],
+        f"FROM nearest WHERE nearest.distance < %s", [params[0], *bound, 1.0],
         "SET LOCAL hnsw.ef_search = 60; SET LOCAL hnsw.iterative_scan = relaxed_order; "
         "SET LOCAL hnsw.max_scan_tuples = 20000")
     assert sql.endswith(" ORDER BY 2 ASC LIMIT 40")

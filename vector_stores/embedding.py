@@ -1,6 +1,7 @@
 """Embedding texts through the upstream that serves the embedding model: its route's
 `POST /embeddings` (OpenAI's shape), found like a chat model's (upstreams.routing), in
-batches of EMBEDDING_BATCH_SIZE. Sync (httpx): ingestion tasks and search run on threads.
+batches of EMBEDDING_BATCH_SIZE. Sync (keep_alive.py's client, answering as httpx does):
+ingestion tasks and search run on threads.
 
 Failures before an answer (connection errors, 429/502/503/504) are retried like chat
 calls (UPSTREAM_MAX_RETRIES, short backoff); then, or on any other error answer, the call
@@ -14,6 +15,8 @@ from django.conf import settings
 
 from upstreams.routing import Route, route_for_model
 
+from .keep_alive import KeepAliveClient
+
 RETRIED_STATUSES = {429, 502, 503, 504, 500}
 BACKOFF_SECONDS = 0.2
 
@@ -26,7 +29,7 @@ def embedding_route(model: str | None = None) -> Route:
     return route_for_model(model or settings.EMBEDDING_MODEL)
 
 
-def post_embeddings(route: Route, body: dict, client: httpx.Client) -> httpx.Response:
+def post_embeddings(route: Route, body: dict, client: KeepAliveClient) -> httpx.Response:
     """One `POST {route}/embeddings`, retried on connection errors and retryable statuses;
     the last answer (any status), or EmbeddingFailed when none came."""
     if route.problem:
@@ -47,22 +50,23 @@ def post_embeddings(route: Route, body: dict, client: httpx.Client) -> httpx.Res
         time.sleep(BACKOFF_SECONDS * 2 ** (attempt - 1))
 
 
-_clients: dict[tuple, httpx.Client] = {}
+_clients: dict[tuple, KeepAliveClient] = {}
 _clients_lock = threading.Lock()
 
 
-def client_for(route: Route) -> httpx.Client:
+def client_for(route: Route) -> KeepAliveClient:
     """The process's client for the route's server and timeouts (thread-safe, keeps its
-    connections): a new httpx.Client loads the CA bundle, 65 ms of a 140 ms search
-    (cProfile, 2026-11-27, 5,000 chunks, loaded machine), and connects anew."""
+    connections, one TLS context per process): a new httpx.Client loaded the CA bundle,
+    65 ms of a 140 ms search (cProfile, 2026-11-27, 5,000 chunks, loaded machine), and
+    connected anew."""
     key = (route.base_url, route.idle_timeout, route.connect_timeout)
     client = _clients.get(key)
     if client is None:
         with _clients_lock:
             client = _clients.get(key)
             if client is None:
-                client = _clients[key] = httpx.Client(timeout=httpx.Timeout(
-                    route.idle_timeout, connect=route.connect_timeout))
+                client = _clients[key] = KeepAliveClient(route.connect_timeout,
+                                                         route.idle_timeout)
     return client
 
 

@@ -35,15 +35,19 @@ is text_ranking.py's.
 """
 import math
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 
 from django.conf import settings
-from django.db.models import Q, Sum
+from django.db.models import Q, Sum, Value
+from pgvector import Vector
 from pgvector.django import CosineDistance
 
+from .filters import NumberSlot, filter_q, filter_shape, slotted_filter
 from .models import Chunk, VectorStoreFile
-from .statements import Statement, any_of, run_together
+from .statements import Shape, Slot, Statement, any_of, int_array, run_together
 
 RRF_K = 60
+FILE_ATTRIBUTES = "attributes"  # filters apply to the store files (files_statement)
 HNSW_MAX_CANDIDATES = 1000
 MAX_DISTANCE = 1.0  # a chunk no closer than orthogonal shares nothing with the query
 
@@ -75,27 +79,59 @@ class Scope:
             return self.stores
         return Q(any_of(Chunk, "store_file", self.file_ids))
 
+    @cached_property
+    def file_array(self) -> str:
+        """The files' ids as one array literal (statements.int_array), for the Shapes'
+        statements."""
+        return int_array(self.file_ids)
+
     @property
     def stores(self) -> Q:
         """The Q naming every chunk of the scope's stores."""
         return Q(store_id__in=self.store_ids)
 
 
-def files_statement(store_ids: list[str], where) -> Statement:
+def files_statement(store_ids: list[str], filters: dict | None) -> Statement:
     """The statement reading the scope: the completed files of the stores passing the
-    attribute filter (pk, chunk count), or without a filter their chunks' total (the 1,000
-    files' rows read one by one: the hybrid search 1.33x slower at p50 with the steps of
-    that commit, bench/README.md)."""
-    files = VectorStoreFile.objects.filter(store_id__in=store_ids, status="completed")
-    if where is None:
-        return Statement.of(files.order_by().values("status")
-                            .annotate(total=Sum("chunk_count")).values_list("total"))
-    return Statement.of(files.filter(where).values_list("pk", "chunk_count"))
+    attribute filter (a valid one: filters.check_filter checked it; pk, chunk count), or without
+    a filter their chunks' total (the 1,000 files' rows read one by one: the hybrid search
+    1.33x slower at p50 with the steps of that commit, bench/README.md)."""
+    values = {f"store{n}": store_id for n, store_id in enumerate(store_ids)}
+    shape = None
+    if filters is not None:
+        shape, filter_values = filter_shape(filters)
+        values.update(filter_values)
+    files = _files_shape(len(store_ids), shape)
+    return Statement(files.sql, files.bind(values))
 
 
-def searched_files(store_ids: list[str], where, rows: list[tuple]) -> Scope:
+@lru_cache(maxsize=256)
+def _files_shape(stores: int, shape: tuple | None) -> Shape:
+    """files_statement's for `stores` stores and a filter of `shape` (filters.filter_shape;
+    None: none), its values Slots; built by the ORM once per shape (per search it cost
+    ~1.0-1.4 ms of CPU with a filter; bench/README.md, "Statements built once per
+    shape")."""
+    files = VectorStoreFile.objects.filter(
+        store_id__in=[Slot(f"store{n}") for n in range(stores)], status="completed")
+    if shape is None:
+        return Shape.of(files.order_by().values("status").annotate(total=Sum("chunk_count"))
+                        .values_list("total"))
+    where = filter_q(slotted_filter(shape, Slot), FILE_ATTRIBUTES)
+    built = Shape.of(files.filter(where).values_list("pk", "chunk_count"))
+    return Shape(built.sql, tuple(_slot_of(param) for param in built.params))
+
+
+def _slot_of(param):
+    """A filter's value as the shape's Slot: JSONField adapted its placeholder (Jsonb)."""
+    value = getattr(param, "obj", None)
+    if isinstance(value, NumberSlot):
+        return Slot(value.name)
+    return Slot(value) if isinstance(value, Slot) else param
+
+
+def searched_files(store_ids: list[str], filters: dict | None, rows: list[tuple]) -> Scope:
     """The scope from files_statement's rows."""
-    if where is None:
+    if filters is None:
         return Scope(store_ids, None, sum(total for total, in rows))
     return Scope(store_ids, [pk for pk, _ in rows], sum(count for _, count in rows))
 
@@ -128,12 +164,12 @@ def nearest_statement(scope: Scope, vector: list[float], candidates: int,
         return None
     if iterative_scans(version) and settings.VECTOR_SEARCH_MAX_SCAN_TUPLES > 0:
         return iterative_statement(scope, vector, candidates)
-    sql, params = index_scan(vector, wanted).query.sql_with_params()
-    member, ids = ("store_file_id", scope.file_ids) if scope.narrowed \
+    shape = _index_scan_shape(wanted, None, 0)
+    member, ids = ("store_file_id", scope.file_array) if scope.narrowed \
         else ("store_id", scope.store_ids)  # kept in the query, not all `wanted` to Python
-    return Statement(f"SELECT nearest.id, nearest.distance FROM ({sql}) AS nearest "
+    return Statement(f"SELECT nearest.id, nearest.distance FROM ({shape.sql}) AS nearest "
                      f"WHERE nearest.{member} = ANY(%s) AND nearest.distance < %s",
-                     [*params, list(ids), MAX_DISTANCE],
+                     [*shape.bind(_values(scope, vector)), ids, MAX_DISTANCE],
                      setting=f"SET LOCAL hnsw.ef_search = {max(40, wanted)}")
 
 
@@ -142,11 +178,12 @@ def iterative_statement(scope: Scope, vector: list[float], candidates: int) -> S
     chunks: the scope's condition in the scan, ef_search the unfiltered search's whatever
     the filter (the scan goes on by itself), at most VECTOR_SEARCH_MAX_SCAN_TUPLES chunks
     visited."""
-    sql, params = index_scan(vector, candidates, scope.chunks).query.sql_with_params()
+    shape = _index_scan_shape(candidates, scope.narrowed, len(scope.store_ids))
     ef_search = math.ceil(ITERATIVE_EF * candidates)
-    return Statement(f"WITH nearest AS MATERIALIZED ({sql}) "  # the distance test after it
+    return Statement(f"WITH nearest AS MATERIALIZED ({shape.sql}) "  # the distance test after
                      f"SELECT nearest.id, nearest.distance FROM nearest "
-                     f"WHERE nearest.distance < %s", [*params, MAX_DISTANCE],
+                     f"WHERE nearest.distance < %s", [*shape.bind(_values(scope, vector)),
+                                                      MAX_DISTANCE],
                      setting=f"SET LOCAL hnsw.ef_search = {ef_search}; "
                              f"SET LOCAL hnsw.iterative_scan = relaxed_order; "
                              f"SET LOCAL hnsw.max_scan_tuples = "
@@ -177,6 +214,28 @@ def index_scan(vector: list[float], wanted: int, where: Q = Q()):
     return (Chunk.objects.filter(where).annotate(distance=CosineDistance("embedding", vector))
             .order_by("distance").values_list("id", "distance", "store_id", "store_file_id")
             [:wanted])
+
+
+@lru_cache(maxsize=256)
+def _index_scan_shape(wanted: int, narrowed: bool | None, stores: int) -> Shape:
+    """index_scan's query of `wanted` rows, its values Slots (the vector, and with a scope,
+    narrowed or not, its files' ids or its `stores` stores' ids); built by the ORM once per
+    shape (per search it cost ~0.9 ms of CPU; bench/README.md, "Statements built once per
+    shape")."""
+    where = Q()
+    if narrowed is not None:
+        where = Scope([Slot(f"store{n}") for n in range(stores)],
+                      Slot("file_ids") if narrowed else None, 1).chunks
+    return Shape.of(index_scan(Value(Slot("vector")), wanted, where))
+
+
+def _values(scope: Scope, vector: list[float]) -> dict:
+    """The values of a Shape's Slots for a scope and the query's vector (as pgvector's
+    CosineDistance writes it)."""
+    values = {"vector": Vector(vector).to_text(),
+              "file_ids": scope.file_array if scope.narrowed else None}
+    values.update((f"store{n}", store_id) for n, store_id in enumerate(scope.store_ids))
+    return values
 
 
 def fused(*rankings: list[int]) -> dict[int, float]:

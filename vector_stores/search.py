@@ -36,12 +36,12 @@ from django.db import connection
 from django.utils import timezone
 
 from .embedding import EmbeddingFailed, embed_texts
-from .filters import InvalidSearchRequest, filter_q
+from .filters import InvalidSearchRequest, check_filter
 from .models import Chunk, VectorStore, VectorStoreFile
 from .ranking import (TABLE_ROWS, files_statement, fused, nearest_statement, searched_files,
                       vector_ranking)
 from . import side_reads
-from .statements import Statement, any_of, run_together
+from .statements import Statement, any_of, int_array, run_together
 from .text_ranking import first_statement, lexemes_statement, text_ranking
 
 __all__ = ["SearchResult", "VectorStoreNotFound", "InvalidSearchRequest", "EmbeddingFailed",
@@ -50,7 +50,6 @@ __all__ = ["SearchResult", "VectorStoreNotFound", "InvalidSearchRequest", "Embed
 RANKERS = ("auto", "default-2024-11-15", "none")
 MAX_RESULTS = 50
 MIN_CANDIDATES = 40
-FILE_ATTRIBUTES = "attributes"  # filters apply to the store files (ranking.searched_files)
 ACTIVE_RESOLUTION = timedelta(minutes=1)  # last_active_at is written at most this often
 
 
@@ -88,13 +87,13 @@ def search_stores(tenant_id: int, vector_store_ids: list[str], query: str, *,
     inside a transaction); the results."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidSearchRequest("'query' must be a non-empty string.")
-    ranker, threshold, where = _parameters(max_num_results, filters, ranking_options)
+    ranker, threshold = _parameters(max_num_results, filters, ranking_options)
     wanted = _store_ids(vector_store_ids)
     stores, files, table_rows, lexemes = run_together(
-        _stores_statement(tenant_id, wanted), files_statement(wanted, where), TABLE_ROWS,
+        _stores_statement(tenant_id, wanted), files_statement(wanted, filters), TABLE_ROWS,
         lexemes_statement(query))
     _touched(_found(stores, wanted))
-    scope = searched_files(wanted, where, files)
+    scope = searched_files(wanted, filters, files)
     candidates = max(MIN_CANDIDATES, 4 * max_num_results)
     if ranker == "none":
         vector_ranked = _vector_ranked(query, scope, candidates, table_rows)
@@ -165,8 +164,9 @@ def _parameters(max_num_results, filters, ranking_options):
         raise InvalidSearchRequest(f"'max_num_results' must be an integer from 1 to "
                                    f"{MAX_RESULTS}.")
     ranker, threshold = _ranking(ranking_options)
-    where = filter_q(filters, FILE_ATTRIBUTES) if filters is not None else None
-    return ranker, threshold, where
+    if filters is not None:
+        check_filter(filters)
+    return ranker, threshold
 
 
 def _ranking(options) -> tuple[str, float]:
@@ -227,7 +227,8 @@ def _touched(last_active: dict) -> None:
 
 
 def _results(ranked: list[tuple[int, float]]) -> list[SearchResult]:
-    [rows] = run_together(Statement(_results_sql(), [[chunk_id for chunk_id, _ in ranked]]))
+    [rows] = run_together(Statement(_results_sql(),
+                                    [int_array(chunk_id for chunk_id, _ in ranked)]))
     attributes = VectorStoreFile._meta.get_field("attributes")
     rows = {chunk_id: (text, file_id, filename,
                        attributes.from_db_value(raw, None, connection) or {})

@@ -10,6 +10,11 @@ database OPTIONS would refuse several statements with parameters in one string).
 
 A statement may carry a `setting` (`SET LOCAL ...`) run just before it, in the same
 transaction: it holds for the statements after it in the same string, and ends with it.
+
+A search's statements whose SQL varies with their parameters' number only (how many stores,
+which tiers) are Shapes: their SQL built by the ORM once per shape, named Slots in place of
+the values, and the values bound per call (the ORM's building took ~3-4 ms of a search's
+~8 ms of CPU; figures in bench/README.md, "Statements built once per shape").
 """
 from dataclasses import dataclass, field
 
@@ -33,6 +38,33 @@ class Statement:
         return cls(sql, list(params), setting)
 
 
+class Slot(str):
+    """A named placeholder for a value in a Shape's ORM query: the ORM passes it through to
+    the parameters as it passes through the string it is (a CharField's value, a raw
+    tsquery, a RawSQL parameter, a Value; str() of it is itself, as a JSON key's is)."""
+
+    def __str__(self) -> str:
+        return self
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A statement's SQL and its parameters, each a constant or a Slot to bind per call."""
+
+    sql: str
+    params: tuple
+
+    @classmethod
+    def of(cls, queryset) -> "Shape":
+        """The shape of a queryset built with Slots for its values."""
+        sql, params = queryset.query.sql_with_params()
+        return cls(sql, tuple(params))
+
+    def bind(self, values: dict) -> list:
+        """The parameters, each Slot replaced by values[its name]."""
+        return [values[param] if type(param) is Slot else param for param in self.params]
+
+
 def run_together(*statements: Statement) -> list[list[tuple]]:
     """Each statement's rows, in order, from one round trip."""
     if not statements:
@@ -48,6 +80,15 @@ def run_together(*statements: Statement) -> list[list[tuple]]:
             if not cursor.nextset():
                 break
     return results
+
+
+def int_array(values) -> str:
+    """Integers as one Postgres array literal ('{1,2,3}'), a string parameter: psycopg's
+    client-side binding dumps a list of ints element by element in Python (~0.3 ms for a
+    filter's 200 file ids, twice a search; bench/README.md, "Statements built once per
+    shape"). Where the SQL casts it (`= ANY(%s::bigint[])`) or compares a bigint column
+    with it, Postgres reads it as the list it was."""
+    return "{" + ",".join(map(str, values)) + "}"
 
 
 def any_of(model, field_name: str, values) -> RawSQL:

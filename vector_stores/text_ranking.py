@@ -28,6 +28,7 @@ further from the full `ts_rank` order of every match: its top 10 the same on 100
 queries now, 8.5 of 10 on average before (100 queries on 100,000 chunks, paired;
 bench/README.md).
 """
+from functools import lru_cache
 from itertools import combinations
 
 from django.contrib.postgres.search import SearchQuery
@@ -35,7 +36,8 @@ from django.db.models import BooleanField, Case, F, IntegerField, Value, When
 from django.db.models.expressions import CombinedExpression
 
 from .models import Chunk
-from .statements import Statement, run_together
+from .ranking import Scope
+from .statements import Shape, Slot, Statement, run_together
 
 TEXT_MATCHES_RANKED = 2000
 TSQUERY = "to_tsquery('simple', %s)"  # a raw query's tsquery, as SearchQuery(raw) writes it
@@ -94,31 +96,49 @@ def _ranked_matches(scope, raw_query: str, candidates: int,
                     tiers: tuple[str, ...] = ()) -> Statement:
     """The statement of the best `candidates` of the scope's first TEXT_MATCHES_RANKED
     matches of `raw_query`: those matching the first of `tiers` first, then the next, then
-    the others, each ranked as its own query ranks it; ranked in the scan that finds them
-    and sorted around it. Ranking them around a subquery of their ids read each match's row
-    twice (the scan, then by primary key): the text ranking 1.24-1.39x slower at p50, the
-    hybrid search 1.08-1.18x; sorting the pairs in Python instead of SQL: 1.03-1.32x slower
-    (100 queries on 100,000 chunks, alternating the order, the same rankings).
+    the others, each ranked as its own query ranks it (_matches_shape's SQL, built once per
+    shape, its values bound here)."""
+    values = {"raw": raw_query, "candidates": candidates,
+              "file_ids": scope.file_array if scope.narrowed else None}
+    values.update((f"store{n}", store_id) for n, store_id in enumerate(scope.store_ids))
+    values.update((f"tier{n}", tier) for n, tier in enumerate(tiers))
+    shape = _matches_shape(scope.narrowed, len(scope.store_ids), len(tiers))
+    return Statement(shape.sql, shape.bind(values))
+
+
+@lru_cache(maxsize=64)
+def _matches_shape(narrowed: bool, stores: int, tiers: int) -> Shape:
+    """_ranked_matches's statement for a scope narrowed by a filter or not, of `stores`
+    stores, with `tiers` tiers, its values Slots; built by the ORM once per shape (per
+    search it cost ~1.4-1.7 ms of CPU; bench/README.md, "Statements built once per shape").
+
+    The matches are ranked in the scan that finds them and sorted around it. Ranking them
+    around a subquery of their ids read each match's row twice (the scan, then by primary
+    key): the text ranking 1.24-1.39x slower at p50, the hybrid search 1.08-1.18x; sorting
+    the pairs in Python instead of SQL: 1.03-1.32x slower (100 queries on 100,000 chunks,
+    alternating the order, the same rankings).
 
     A match's tier is computed once in the scan and its rank around it by the tier: the
     tier's tests written in the rank's expression as well ran them twice per row, the
     filtered statement 1.15-1.24x slower (paired, 100 queries, `eq` and `and`, load ~2;
     bench/README.md)."""
+    scope = Scope([Slot(f"store{n}") for n in range(stores)],
+                  Slot("file_ids") if narrowed else None, 1)
     tier, ranks, rank_params = Value(0), [], []
-    for level, tier_query in enumerate(reversed(tiers), start=1):  # the first tier highest
-        tier = Case(When(_matching(_raw(tier_query)), then=Value(level)),
+    for level, n in enumerate(reversed(range(tiers)), start=1):  # the first tier highest
+        tier = Case(When(_matching(_raw(Slot(f"tier{n}"))), then=Value(level)),
                     default=tier, output_field=IntegerField())
         ranks.append(f"WHEN {level} THEN ts_rank(matches.tsv, {TSQUERY})")
-        rank_params.append(tier_query)
-    matches = (Chunk.objects.filter(scope.chunks, tsv=_raw(raw_query)).annotate(tier=tier)
+        rank_params.append(Slot(f"tier{n}"))
+    matches = (Chunk.objects.filter(scope.chunks, tsv=_raw(Slot("raw"))).annotate(tier=tier)
                .values_list("id", "tier", "tsv")[:TEXT_MATCHES_RANKED])
-    sql, params = matches.query.sql_with_params()
+    inner = Shape.of(matches)
     rank = f"ts_rank(matches.tsv, {TSQUERY})"
     if ranks:
         rank = f"CASE matches.tier {' '.join(ranks)} ELSE {rank} END"
-    return Statement(f"SELECT matches.id FROM ({sql}) AS matches "
-                     f"ORDER BY matches.tier DESC, {rank} DESC, matches.id LIMIT %s",
-                     [*params, *rank_params, raw_query, candidates])
+    return Shape(f"SELECT matches.id FROM ({inner.sql}) AS matches "
+                 f"ORDER BY matches.tier DESC, {rank} DESC, matches.id LIMIT %s",
+                 (*inner.params, *rank_params, Slot("raw"), Slot("candidates")))
 
 
 def _raw(raw_query: str) -> SearchQuery:
