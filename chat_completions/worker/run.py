@@ -161,7 +161,7 @@ class ChatRun:
                     # (the front waits for a first entry no longer than for a first byte)
                     await self.emit([comment("started")])
                 await self.emit(self._taken(chunks))
-                if self.first_sent and push is not None and hasattr(self.writer, "put"):
+                if self.first_sent and push is not None:
                     await push(self._taken_now)  # the rest of the turn, as it is read
                     return
 

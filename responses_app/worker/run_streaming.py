@@ -223,7 +223,7 @@ class Streaming:
                 self.first_delta_at = time.monotonic()
                 self.first_delta_clock = datetime.now(timezone.utc)
             await self._first_delta_out(events, first)
-            if push is not None and hasattr(self.writer, "put"):
+            if push is not None:
                 await push(self._translated_now)
                 return
 
