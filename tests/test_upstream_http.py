@@ -383,6 +383,19 @@ async def pushed(route: Route, sink=None) -> tuple[list[dict], list[list[dict]]]
     return received, pushes
 
 
+async def pushed_until_failure(route: Route) -> tuple[list[dict], UpstreamStreamFailed]:
+    """The first batch pulled, then the rest pushed until the stream fails: (the chunks
+    that arrived, the failure)."""
+    received = []
+    with pytest.raises(UpstreamStreamFailed) as raised:
+        async with open_chat_stream(route, BODY, 0.0) as batches:
+            async for batch in batches:
+                received += batch
+                break
+            await batches.push(received.extend)
+    return received, raised.value
+
+
 def test_pushed_batches_arrive_whole_one_per_read_and_the_connection_is_kept():
     async def script(reader, writer, number):
         await paced_answer(writer, CHUNKS[:5])
@@ -419,14 +432,7 @@ def test_a_connection_dropped_while_pushing_fails_after_what_arrived():
 
     async def scenario():
         async with ScriptedServer(script) as server:
-            received = []
-            with pytest.raises(UpstreamStreamFailed) as raised:
-                async with open_chat_stream(server.route(), BODY, 0.0) as batches:
-                    async for batch in batches:
-                        received += batch
-                        break
-                    await batches.push(received.extend)
-            return received, raised.value
+            return await pushed_until_failure(server.route())
 
     received, failure = run(scenario())
     assert received == CHUNKS[:3]
@@ -441,15 +447,7 @@ def test_a_silent_server_times_out_while_pushing():
 
     async def scenario():
         async with ScriptedServer(script) as server:
-            received = []
-            with pytest.raises(UpstreamStreamFailed) as raised:
-                async with open_chat_stream(server.route(idle_timeout=0.3), BODY,
-                                            0.0) as batches:
-                    async for batch in batches:
-                        received += batch
-                        break
-                    await batches.push(received.extend)
-            return received, raised.value
+            return await pushed_until_failure(server.route(idle_timeout=0.3))
 
     received, failure = run(scenario())
     assert received == CHUNKS[:2]
