@@ -45,7 +45,8 @@ async def _one(index: int, upstream: str, pacing: int, delay: float, counts: lis
     from responses_app.translation.numbering import EventStamper
     from responses_app.translation.state_machine import TranslatorOptions
     from responses_app.worker.run_streaming import Streaming
-    from responses_app.worker.upstream import ChunkBatches, http_client
+    from responses_app.worker.chunk_batches import ChunkBatches
+    from responses_app.worker.upstream import http_client
 
     await asyncio.sleep(delay)
     run = Streaming.__new__(Streaming)  # the run's streaming phase without its job and claim

@@ -7,8 +7,9 @@ The target is an upstream route (upstreams.routing.Route): its URL, key, timeout
 headers and concurrency limit. Failures before the first byte are retried as the
 RetryPolicy allows (connection failures, 429/502/503/504), then raise UpstreamRejected
 with the HTTP status to answer with (a 429 stays a 429); failures after it are never
-retried and raise UpstreamStreamFailed with the code to put in `response.failed`. No byte
-for `idle_timeout` seconds is a `request_timeout`. HTTPS upstreams are verified against
+retried and raise UpstreamStreamFailed with the code to put in `response.failed`
+(chunk_batches.py reads the stream). No byte for `idle_timeout` seconds is a
+`request_timeout`. HTTPS upstreams are verified against
 the default trust store (`SSL_CERT_FILE` names another).
 """
 import asyncio
@@ -25,8 +26,11 @@ from upstreams.retry_policy import RetryPolicy, delay_before_retry
 from upstreams.routing import Route
 
 from ..errors import APIError
-from ..create.nul import may_hold_nul, without_nul
+from .chunk_batches import ChunkBatches, UpstreamStreamFailed
 from .http_stream import ConnectFailed, HttpClient, StreamedResponse
+
+__all__ = ["UpstreamRejected", "UpstreamStreamFailed", "ChunkBatches", "open_chat_stream",
+           "http_client", "close_loop_client", "rejected_from_response", "NO_RETRY"]
 
 log = logging.getLogger(__name__)
 
@@ -45,13 +49,6 @@ class UpstreamRejected(APIError):
     upstream_status: int | None = None
     upstream_retry_after: str | None = None
     replica_failed = False
-
-
-class UpstreamStreamFailed(Exception):
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def http_client() -> HttpClient:
@@ -214,150 +211,3 @@ def _upstream_message(status: int, content: bytes) -> str:
         pass
     text = content[:500].decode("utf-8", "replace").strip()
     return text or f"HTTP {status}"
-
-
-class ChunkBatches:
-    """The decoded chunks of each read of the upstream, a list per read: iterated
-    (`async for`), and from any point on, if the caller wants, pushed (`push`).
-
-    Reads at most once per `read_interval` once the first output arrived: chunks that
-    arrive meanwhile are taken in one go, sparing an event-loop wake-up, a bus entry and a
-    client write per chunk. Nothing is held back before the first output (time to first
-    delta), nor after the model's finish reason: what follows it (the usage chunk,
-    `[DONE]`) comes at once, so the end is not held for an interval.
-    """
-
-    def __init__(self, response: StreamedResponse, read_interval: float):
-        self.response, self.read_interval = response, read_interval
-        self.buffer = b""
-        self.finishing = False
-        self.done = False  # [DONE] came
-        self._pulled = self._reads = None  # the iteration's generators, once started
-
-    def __aiter__(self):
-        self._pulled = self._pull()
-        return self._pulled
-
-    async def _pull(self):
-        self._reads = self.response.batches(self.read_interval)
-        try:
-            async for data in self._reads:
-                batch = self._decoded(data)
-                if batch is None:
-                    continue
-                yield batch
-                if self.done:
-                    return
-        except asyncio.TimeoutError:
-            raise _timed_out() from None
-        except ConnectionError as exc:
-            raise _broken(exc) from None
-        raise _cut_short()
-
-    async def push(self, sink) -> None:
-        """The rest of the batches, each handed to `sink(batch)` as its read arrives (from
-        the connection's read callback: the waiting task wakes only at the end); returns
-        after `[DONE]`, raises what `sink` raised or what iterating would."""
-        for generator in (self._pulled, self._reads):  # an iteration left at a batch
-            if generator is not None:
-                await generator.aclose()
-        if self.done:
-            return
-        failures = []
-
-        def read(data: bytes) -> bool:
-            batch = self._decoded(data)
-            if batch is not None:
-                try:
-                    sink(batch)
-                except BaseException as exc:  # the sink's own failure, raised as it is
-                    failures.append(exc)
-                    return True
-            return self.done
-
-        try:
-            await self.response.deliver(read, self.read_interval)
-        except asyncio.TimeoutError:
-            raise _timed_out() from None
-        except ConnectionError as exc:
-            raise _broken(exc) from None
-        if failures:
-            raise failures[0]
-        if not self.done:
-            raise _cut_short()
-
-    def _decoded(self, data: bytes) -> list | None:
-        """The chunks whose lines `data` completes (None if it completes none), `done`
-        once `[DONE]` came; paces the response once output came, unpaces it near the end."""
-        buffer = self.buffer + data if self.buffer else data  # usually whole events: no copy
-        if b"\n" not in data:
-            self.buffer = buffer
-            return None
-        nul = may_hold_nul(buffer)  # one look for the whole read, not one per chunk
-        *lines, self.buffer = buffer.split(b"\n")
-        batch = []
-        for line in lines:
-            if line[:5] != b"data:":
-                continue  # comments, event names, blank lines
-            payload = line[5:].strip()
-            if payload == b"[DONE]":
-                self.done = True
-                return batch
-            batch.append(_decode(payload, nul))
-        if not batch:
-            return None
-        if not self.finishing:
-            response = self.response
-            if _finish_in(batch):  # it is near the end
-                self.finishing = True
-                response.unpace()
-            elif not response.paced and any(_has_output(chunk) for chunk in batch):
-                response.pace()
-        return batch
-
-
-def _timed_out() -> UpstreamStreamFailed:
-    return UpstreamStreamFailed(
-        "request_timeout", "The upstream sent nothing for longer than the timeout.")
-
-
-def _broken(exc: Exception) -> UpstreamStreamFailed:
-    return UpstreamStreamFailed(
-        "server_error", f"The upstream connection failed mid-stream: {exc!s}")
-
-
-def _cut_short() -> UpstreamStreamFailed:
-    return UpstreamStreamFailed("server_error",
-                                "The upstream stream ended before it said it was done.")
-
-
-def _has_output(chunk: dict) -> bool:
-    for choice in chunk.get("choices") or ():
-        delta = choice.get("delta") or {}
-        if any(delta.get(key) for key in ("content", "reasoning_content", "reasoning",
-                                          "refusal", "tool_calls")):
-            return True
-    return False
-
-
-def _finish_in(batch: list) -> bool:
-    """Whether a chunk of `batch` carries a finish reason (plain loops: this runs per read)."""
-    for chunk in batch:
-        for choice in chunk.get("choices") or ():
-            if choice.get("finish_reason"):
-                return True
-    return False
-
-
-def _decode(payload: bytes, nul: bool) -> dict:
-    """A chunk's JSON; its NUL characters replaced when `nul` (its read may hold one)."""
-    try:
-        chunk = orjson.loads(payload)
-    except orjson.JSONDecodeError:
-        raise UpstreamStreamFailed(
-            "server_error", "The upstream sent a malformed stream chunk.") from None
-    if isinstance(chunk, dict) and chunk.get("error"):
-        error = chunk["error"]
-        message = error.get("message") if isinstance(error, dict) else str(error)
-        raise UpstreamStreamFailed("server_error", f"The upstream failed: {message}")
-    return without_nul(chunk) if nul and may_hold_nul(payload) else chunk
