@@ -134,10 +134,10 @@ def write_through(reply: Reply, write: Callable[[bytes], None]) -> None:
     """Have the events of `reply`'s SSE stream (a response's or a chat completion's) that
     arrive while it waits framed (`reply.frame`) and written by `write` at once, on the
     bus reader's pass over every stream it read (Subscription.direct), rather than each
-    waking the stream's task, which then passes them through its front's send. `write` takes the bytes of the body and must neither
-    wait nor let anything be written before them: the stream's own writes (its start,
-    its first events, keep-alives and its end) go through the front as before, in order
-    with these, since the two never run at once.
+    waking the stream's task, which then passes them through its front's send. `write`
+    takes the bytes of the body and must neither wait nor let anything be written before
+    them: the stream's own writes (its start, its first events, keep-alives and its end)
+    go through the front as before, in order with these, since the two never run at once.
 
     Measured (with api/daphne_write.py): the web's CPU per response at 50 ms pacing, 100
     held streams, 12.0 and 10.6 vs 20.1 and 20.4 ms (0.52-0.60x; paired rounds against

@@ -51,10 +51,8 @@ class ChunkBatches:
                 yield batch
                 if self.done:
                     return
-        except asyncio.TimeoutError:
-            raise _timed_out() from None
-        except ConnectionError as exc:
-            raise _broken(exc) from None
+        except (asyncio.TimeoutError, ConnectionError) as exc:
+            raise _read_failure(exc) from None
         raise _cut_short()
 
     async def push(self, sink) -> None:
@@ -80,10 +78,8 @@ class ChunkBatches:
 
         try:
             await self.response.deliver(read, self.read_interval)
-        except asyncio.TimeoutError:
-            raise _timed_out() from None
-        except ConnectionError as exc:
-            raise _broken(exc) from None
+        except (asyncio.TimeoutError, ConnectionError) as exc:
+            raise _read_failure(exc) from None
         if failures:
             raise failures[0]
         if not self.done:
@@ -119,12 +115,11 @@ class ChunkBatches:
         return batch
 
 
-def _timed_out() -> UpstreamStreamFailed:
-    return UpstreamStreamFailed(
-        "request_timeout", "The upstream sent nothing for longer than the timeout.")
-
-
-def _broken(exc: Exception) -> UpstreamStreamFailed:
+def _read_failure(exc: Exception) -> UpstreamStreamFailed:
+    """What a read's timeout (nothing for the idle timeout) or broken connection is."""
+    if isinstance(exc, asyncio.TimeoutError):
+        return UpstreamStreamFailed(
+            "request_timeout", "The upstream sent nothing for longer than the timeout.")
     return UpstreamStreamFailed(
         "server_error", f"The upstream connection failed mid-stream: {exc!s}")
 

@@ -168,9 +168,7 @@ class StreamedResponse:
                 await connection.body_arrived(self.idle_timeout)
                 continue
             read_at = loop.time()
-            single = len(body) == 1
-            data = body[0] if single else b"".join(body)
-            body.clear()
+            data, single = _taken(body)
             yield data  # more may arrive meanwhile, even the end: the loop takes it next
             self._paced_read(read_interval, read_at, previous_read_at, single)
             previous_read_at = read_at
@@ -196,9 +194,7 @@ class StreamedResponse:
             body = connection.body
             read_at = loop.time()
             connection.wait_deadline = read_at + self.idle_timeout
-            single = len(body) == 1
-            data = body[0] if single else b"".join(body)
-            body.clear()
+            data, single = _taken(body)
             try:
                 done, failure = sink(data), None
             except BaseException as exc:  # the waiting task raises it
@@ -253,3 +249,12 @@ class StreamedResponse:
             self.client._keep(self.key, connection)
         else:
             connection.close()
+
+
+def _taken(body: list) -> tuple[bytes, bool]:
+    """The body pieces read so far, joined (no copy for one) and cleared: (the data,
+    whether it was one piece)."""
+    single = len(body) == 1
+    data = body[0] if single else b"".join(body)
+    body.clear()
+    return data, single
