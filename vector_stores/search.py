@@ -99,13 +99,9 @@ def search_stores(tenant_id: int, vector_store_ids: list[str], query: str, *,
         vector_ranked = _vector_ranked(query, scope, candidates, table_rows)
         scores = {chunk_id: max(0.0, min(1.0, 1.0 - distance))
                   for chunk_id, distance in vector_ranked}
-    elif side_reads.available():
-        vector_ranked, text_ranked = _ranked_at_once(query, scope, lexemes, candidates,
-                                                     table_rows)
-        scores = fused([chunk_id for chunk_id, _ in vector_ranked], text_ranked)
     else:
-        vector_ranked, text_ranked = _ranked_in_turn(query, scope, lexemes, candidates,
-                                                     table_rows)
+        both = _ranked_at_once if side_reads.available() else _ranked_in_turn
+        vector_ranked, text_ranked = both(query, scope, lexemes, candidates, table_rows)
         scores = fused([chunk_id for chunk_id, _ in vector_ranked], text_ranked)
     ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
     ranked = [(chunk_id, score) for chunk_id, score in ranked if score >= threshold]
