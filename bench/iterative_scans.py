@@ -14,16 +14,12 @@ has of the exact ranking's scores (vector-only: every chunk of the scope compare
 not chunks, as the fake embeddings tie often), how many results on and off share, and the
 load average.
 """
-import argparse
 import os
-import random
 import statistics
 import time
 from collections import Counter
-from pathlib import Path
 
-from bench.vector_stores import (CASES, CONTENT_WORDS, load_chunks, setup_django,
-                                 start_fake_upstream, tenant, words)
+from bench.vector_stores import CASES, corpus_options, run_on_corpus, search_queries, tenant
 
 
 def key(results) -> list[tuple]:
@@ -54,8 +50,7 @@ def bench_pairs(args, store_id: str) -> list[dict]:
 
     scan_tuples = settings.VECTOR_SEARCH_MAX_SCAN_TUPLES
     owner = tenant()
-    rng = random.Random(3)
-    queries = [words(rng, rng.randint(3, 5), CONTENT_WORDS) for _ in range(args.queries)]
+    queries = search_queries(args.queries)
     rows = []
     for ranker in ("auto", "none"):
         for case, filters in CASES.items():
@@ -111,27 +106,7 @@ def exact_results(tenant_id: int, store_id: str, queries: list[str], filters) ->
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--pgdata", default="/tmp/gateway-bench-vectors/pgdata")
-    parser.add_argument("--database-url", default="")
-    parser.add_argument("--dims", type=int, default=256)
-    parser.add_argument("--chunks", type=int, default=100_000)
-    parser.add_argument("--queries", type=int, default=100)
-    args = parser.parse_args(argv)
-    Path(args.pgdata).parent.mkdir(parents=True, exist_ok=True)
-    upstream, url = start_fake_upstream(Path(args.pgdata).parent / "fake_upstream.log")
-    try:
-        setup_django(args, url)
-        from django.db import connection
-
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
-            print("pgvector", cursor.fetchone()[0], "load", os.getloadavg(), flush=True)
-        bench_pairs(args, load_chunks(args))
-        print("load", os.getloadavg(), flush=True)
-    finally:
-        upstream.terminate()
-        upstream.wait(10)
+    run_on_corpus(corpus_options(__doc__.split("\n")[0]).parse_args(argv), bench_pairs)
 
 
 if __name__ == "__main__":

@@ -18,23 +18,13 @@ after it, the results' round trip; p50 of each, and this process's CPU per searc
 thread's: the ORM building the statements, psycopg binding them, the embedding's HTTP
 client).
 """
-import argparse
 import os
 import statistics
 import time
 from collections import defaultdict
-from pathlib import Path
 
 from bench.iterative_scans import key, percentile
-from bench.vector_stores import (CASES, CONTENT_WORDS, load_chunks, setup_django,
-                                 start_fake_upstream, tenant, words)
-
-
-def queries_of(count: int) -> list[str]:
-    import random
-
-    rng = random.Random(3)  # bench/vector_stores.py's queries
-    return [words(rng, rng.randint(3, 5), CONTENT_WORDS) for _ in range(count)]
+from bench.vector_stores import CASES, corpus_options, run_on_corpus, search_queries, tenant
 
 
 def bench_pairs(args, store_id: str) -> list[dict]:
@@ -43,7 +33,7 @@ def bench_pairs(args, store_id: str) -> list[dict]:
     from vector_stores.search import search_stores
 
     threads = settings.VECTOR_SEARCH_SIDE_THREADS
-    owner, queries, rows = tenant(), queries_of(args.queries), []
+    owner, queries, rows = tenant(), search_queries(args.queries), []
     for case, filters in CASES.items():
         def search(query, side_threads):
             settings.VECTOR_SEARCH_SIDE_THREADS = side_threads
@@ -98,7 +88,7 @@ def bench_timers(args, store_id: str) -> None:
                                                        "wait for the text ranking")),
                  (side_reads.SideRead, "__init__", timed(side_reads.SideRead, "__init__",
                                                          "side read submitted"))]
-    owner, queries = tenant(), queries_of(args.queries)
+    owner, queries = tenant(), search_queries(args.queries)
     try:
         for case, filters in CASES.items():
             for query in queries[:10]:
@@ -120,25 +110,10 @@ def bench_timers(args, store_id: str) -> None:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--pgdata", default="/tmp/gateway-bench-vectors/pgdata")
-    parser.add_argument("--database-url", default="")
-    parser.add_argument("--dims", type=int, default=256)
-    parser.add_argument("--chunks", type=int, default=100_000)
-    parser.add_argument("--queries", type=int, default=100)
+    parser = corpus_options(__doc__.split("\n")[0])
     parser.add_argument("--timers", action="store_true")
     args = parser.parse_args(argv)
-    Path(args.pgdata).parent.mkdir(parents=True, exist_ok=True)
-    upstream, url = start_fake_upstream(Path(args.pgdata).parent / "fake_upstream.log")
-    try:
-        setup_django(args, url)
-        print("load", os.getloadavg(), flush=True)
-        store_id = load_chunks(args)
-        bench_timers(args, store_id) if args.timers else bench_pairs(args, store_id)
-        print("load", os.getloadavg(), flush=True)
-    finally:
-        upstream.terminate()
-        upstream.wait(10)
+    run_on_corpus(args, bench_timers if args.timers else bench_pairs)
 
 
 if __name__ == "__main__":

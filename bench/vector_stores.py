@@ -193,12 +193,49 @@ CASES = {
 }
 
 
+def search_queries(count: int) -> list[str]:
+    """The search benches' queries: 3-5 words from ranks 100 on, the same every run."""
+    rng = random.Random(3)
+    return [words(rng, rng.randint(3, 5), CONTENT_WORDS) for _ in range(count)]
+
+
+def corpus_options(description: str) -> argparse.ArgumentParser:
+    """The options of a bench that searches the loaded corpus (iterative_scans.py,
+    side_reads.py): where it lives, its size, how many queries."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--pgdata", default="/tmp/gateway-bench-vectors/pgdata")
+    parser.add_argument("--database-url", default="")
+    parser.add_argument("--dims", type=int, default=256)
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=100)
+    return parser
+
+
+def run_on_corpus(args, bench) -> None:
+    """`bench(args, store_id)` on the corpus (loaded if it is not yet), with the fake
+    upstream serving the query embeddings; pgvector's version and the load average said
+    before, the load average after."""
+    Path(args.pgdata).parent.mkdir(parents=True, exist_ok=True)
+    upstream, url = start_fake_upstream(Path(args.pgdata).parent / "fake_upstream.log")
+    try:
+        setup_django(args, url)
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            print("pgvector", cursor.fetchone()[0], "load", os.getloadavg(), flush=True)
+        bench(args, load_chunks(args))
+        print("load", os.getloadavg(), flush=True)
+    finally:
+        upstream.terminate()
+        upstream.wait(10)
+
+
 def bench_search(args, store_id: str) -> list[dict]:
     from vector_stores.search import search_stores
 
     owner = tenant()
-    rng = random.Random(3)
-    queries = [words(rng, rng.randint(3, 5), CONTENT_WORDS) for _ in range(args.queries)]
+    queries = search_queries(args.queries)
     rows = []
     for ranker in ("auto", "none"):
         for case, filters in CASES.items():
