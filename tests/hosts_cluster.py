@@ -7,8 +7,11 @@ and worker hosts reach the data host and workers the upstream. The test process 
 Watchdog timings are short (2 s heartbeats, a round every 0.5 s) so a failover takes a
 few seconds.
 """
+import contextlib
+import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -22,6 +25,19 @@ from tests.throwaway_services import _postgres_bin, _postgres_user, redis_server
 
 WEB_PORT, UPSTREAM_PORT, POSTGRES_PORT, REDIS_PORT = 8000, 8901, 5432, 6379
 HEARTBEAT_TTL_SECONDS, WATCHDOG_INTERVAL_SECONDS = 2, 0.5
+
+
+@contextlib.contextmanager
+def cluster_workdir(name: str):
+    """A work directory for a cluster, removed after: outside pytest's own temporary root,
+    which another pytest session on the machine tightens to 0700 when it starts, so that
+    the PostgreSQL server (run as pgserver's user under root) could no longer open its
+    configuration on a reload."""
+    workdir = Path(tempfile.mkdtemp(prefix=f"gateway-{name}-"))
+    try:
+        yield workdir
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def wait_for_port(address: str, port: int, process: subprocess.Popen, log: Path,

@@ -31,7 +31,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from tests.hosts_cluster import POSTGRES_PORT, WEB_PORT, Cluster
+from tests.hosts_cluster import POSTGRES_PORT, WEB_PORT, Cluster, cluster_workdir
 from tests.netns import Network, namespaces_available
 from tests.invariants import check_stream
 from tests.test_e2e_durable import EventReader, bench_text, deltas, wait_for
@@ -41,14 +41,14 @@ STORE_RETRY_SECONDS = 10  # RUN_DATABASE_RETRY_SECONDS: attempts of up to 3 s fi
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def cluster():
     why = namespaces_available()
     if why is not None:
         if os.environ.get("CI") == "true":
             pytest.fail(why)
         pytest.skip(why)
-    with Network(("front", "back")) as network:
-        yield Cluster(network, tmp_path_factory.mktemp("faults")).start({
+    with Network(("front", "back")) as network, cluster_workdir("faults") as workdir:
+        yield Cluster(network, workdir).start({
             **os.environ, "API_KEY_CACHE_SECONDS": "0",
             "DATABASE_WAIT_SECONDS": str(WAIT_SECONDS),
             "DATABASE_TCP_TIMEOUT_SECONDS": str(WAIT_SECONDS),

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.hosts_cluster import Cluster
+from tests.hosts_cluster import Cluster, cluster_workdir
 from tests.invariants import check_stream
 from tests.netns import Network, namespaces_available
 from tests.sse import parse_sse
@@ -25,14 +25,14 @@ WORKER_LOST = {"code": "server_error", "message": (
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def cluster():
     why = namespaces_available()
     if why is not None:
         if os.environ.get("CI") == "true":
             pytest.fail(why)
         pytest.skip(why)
-    with Network(("front", "back")) as network:
-        yield Cluster(network, tmp_path_factory.mktemp("hosts")).start(dict(os.environ))
+    with Network(("front", "back")) as network, cluster_workdir("hosts") as workdir:
+        yield Cluster(network, workdir).start(dict(os.environ))
 
 
 def stream(cluster, web, body: dict) -> tuple[list[dict], bool]:
