@@ -130,7 +130,8 @@ class McpToolLoop:
         """The MCP tools offered this turn: a deferred server's only once a tool search
         loaded them (translation.tool_search_items); the calls the translator takes for
         MCP calls are those offered."""
-        loaded = loaded_mcp_tools(self.job.items + output) if self.deferred else set()
+        loaded = (loaded_mcp_tools(upstream_items(self.job.items + output)) if self.deferred
+                  else set())
         offered = [f for f in self.functions
                    if f["name"] not in self.deferred or self.deferred[f["name"]] in loaded]
         names = {f["name"] for f in offered}
