@@ -54,6 +54,21 @@ def test_a_compaction_carries_the_items_that_load_tools_and_a_later_one_again():
         summary_message(second, "two"), SEARCH_CALL, SEARCH_OUTPUT, ADDED, after]
 
 
+def test_a_compaction_carries_what_still_waits_for_an_answer_and_nothing_answered():
+    answered = [{"type": "function_call", "call_id": "a"},
+                {"type": "function_call_output", "call_id": "a"},
+                {"type": "mcp_approval_request", "id": "r1"},
+                {"type": "mcp_approval_response", "approval_request_id": "r1"},
+                {"type": "mcp_approval_request", "id": "r2"},
+                {"type": "mcp_call", "approval_request_id": "r2"}]
+    waiting = [{"type": "shell_call", "call_id": "b"}, {"type": "custom_tool_call", "call_id": "c"},
+               {"type": "apply_patch_call", "call_id": "d"},
+               {"type": "mcp_approval_request", "id": "r3"}]
+    # an output of another kind does not answer a call
+    other = {"type": "custom_tool_call_output", "call_id": "b"}
+    assert carried_items([*answered, *waiting, other]) == waiting
+
+
 def test_items_without_a_compaction_are_sent_as_they_are():
     items = [user_message("a"), assistant_message("b")]
     assert upstream_items(items) is items

@@ -4,10 +4,12 @@ Its `encrypted_content` is the summary under authenticated encryption (reasoning
 mechanism, its own key): only this deployment reads it, and a token that is altered or
 sealed elsewhere is refused as input (400), never opened or trusted.
 
-It also seals the items that decide which tools are offered (CARRIED: a tool search's
-call and output, `additional_tools`): what is loaded is derived from the items of the
-history, and a summary cannot load a tool, so a compaction that dropped them would unload
-every deferred tool a search had found, from the next upstream call on. Sealed in the item,
+It also seals the items a summary cannot stand for (carried_items): those that decide
+which tools are offered (CARRIED: a tool search's call and output, `additional_tools`),
+since what is loaded is derived from the items of the history, so a compaction that
+dropped them would unload every deferred tool a search had found; and the calls still
+waiting for their output (of every kind) and the MCP approval requests still waiting for
+an answer, whose answer comes after the compaction and must find them. Sealed in the item,
 they survive whatever the client keeps (OpenAI lets it drop everything before the latest
 compaction item) and a chain read from its latest compaction on.
 
@@ -20,11 +22,15 @@ then every item after it.
 from ..errors import InvalidRequest
 from ..ids import new_id
 from ..reasoning_token import open_payload, seal_payload
+from ..translation.client_tools import OUTPUT_TYPES
 
 PURPOSE = "compaction"
 COMPACTION_PREFIX = "Summary of the earlier conversation (it replaces the messages before it):\n"
 # the items a compaction carries as they are: the tools offered are derived from them
 CARRIED = ("tool_search_call", "tool_search_output", "additional_tools")
+# a call item type -> the type of the item that answers it (by call_id)
+ANSWERS = {"function_call": "function_call_output", "custom_tool_call": "custom_tool_call_output",
+           **OUTPUT_TYPES}
 
 
 def compaction_item(summary: str, carried: list[dict] = ()) -> dict:
@@ -35,8 +41,22 @@ def compaction_item(summary: str, carried: list[dict] = ()) -> dict:
 
 
 def carried_items(items: list[dict]) -> list[dict]:
-    """The items among `items` a compaction of them carries (CARRIED), in order."""
-    return [item for item in items if item.get("type") in CARRIED]
+    """The items among `items` a compaction of them carries, in order: CARRIED, the calls
+    no output among them answers, the MCP approval requests no answer or call follows."""
+    answered = {(item.get("type"), item.get("call_id")) for item in items}
+    decided = {item.get("approval_request_id") for item in items
+               if item.get("type") in ("mcp_approval_response", "mcp_call")}
+    return [item for item in items if item.get("type") in CARRIED
+            or (item.get("type") in ANSWERS
+                and (ANSWERS[item["type"]], item.get("call_id")) not in answered)
+            or (item.get("type") == "mcp_approval_request" and item.get("id") not in decided)]
+
+
+def carried_in(items: list[dict]) -> list[dict]:
+    """The items the compaction items among `items` carry (for the request side's checks
+    of what an input answers)."""
+    return [carried for item in items if item.get("type") == "compaction"
+            for carried in _sealed(item)[1]]
 
 
 def summary_of(item: dict) -> str | None:
