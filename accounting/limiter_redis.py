@@ -8,6 +8,8 @@ lease expiry, so a slot whose worker died lapses on its own. Redis's clock is th
 
 import redis
 
+from responses_app.redis_client import DRIVER_INFO
+
 from .limiter_plan import AdmissionPlan, Settlement, Verdict
 
 # KEYS: the n buckets, the m run sets, the quota counter.
@@ -102,7 +104,8 @@ return 1
 
 class RedisLimiter:
     def __init__(self, url: str):
-        self.client = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+        self.client = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5,
+                                           driver_info=DRIVER_INFO)
         self._admit = self.client.register_script(ADMIT)
         self._settle = self.client.register_script(SETTLE)
 

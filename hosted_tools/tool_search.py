@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from observability.metrics import HOSTED_TOOL_CALLS
+from responses_app.context.compaction_items import upstream_items
 from responses_app.translation.tool_search_items import loaded_functions, loaded_mcp_tools
 
 from .tool_ranking import rank, words
@@ -76,7 +77,8 @@ class ToolSearch:
 
     def _candidates(self, mcp_listings: dict[str, list[dict]]) -> list[Candidate]:
         """The deferred tools not loaded yet, in the request's order."""
-        history = self.job.items + self.translator.response["output"]
+        # as the upstream receives it: a compaction's carried searches count
+        history = upstream_items(self.job.items + self.translator.response["output"])
         functions, mcp = loaded_functions(history), loaded_mcp_tools(history)
         candidates = []
         for tool in self.job.request["params"].get("tools") or ():

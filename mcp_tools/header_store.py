@@ -11,6 +11,7 @@ from functools import lru_cache
 from django.conf import settings
 
 from responses_app import backends
+from responses_app.redis_client import DRIVER_INFO
 
 from .secrets import open_json, seal_json
 
@@ -53,7 +54,7 @@ class RedisHeaderStore:
     def __init__(self):
         import redis
 
-        self._redis = redis.Redis.from_url(settings.REDIS_URL)
+        self._redis = redis.Redis.from_url(settings.REDIS_URL, driver_info=DRIVER_INFO)
 
     def put(self, response_id: str, token: str) -> None:
         self._redis.set(KEY.format(response_id), token, ex=settings.RUN_DEADLINE_SECONDS)

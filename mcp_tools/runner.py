@@ -14,7 +14,7 @@ from django.conf import settings
 
 # runs up a floor: the runner is a part of the run (worker side) kept with the MCP app; it
 # renders the upstream's items and cleans a tool's output as the rest of the run does
-from responses_app.context.compaction_items import upstream_items
+from responses_app.context.compaction_items import carried_in, upstream_items
 from responses_app.context.rendering import route_of
 from responses_app.create.nul import without_nul
 from responses_app.translation.chat_request import build_chat_request
@@ -130,7 +130,8 @@ class McpToolLoop:
         """The MCP tools offered this turn: a deferred server's only once a tool search
         loaded them (translation.tool_search_items); the calls the translator takes for
         MCP calls are those offered."""
-        loaded = loaded_mcp_tools(self.job.items + output) if self.deferred else set()
+        loaded = (loaded_mcp_tools(upstream_items(self.job.items + output)) if self.deferred
+                  else set())
         offered = [f for f in self.functions
                    if f["name"] not in self.deferred or self.deferred[f["name"]] in loaded]
         names = {f["name"] for f in offered}
@@ -176,7 +177,8 @@ class McpToolLoop:
     def _approved_requests(self) -> list[dict]:
         """Approval requests this response's input approves, not yet run."""
         items = self.job.items
-        requests = {i["id"]: i for i in items if i.get("type") == "mcp_approval_request"}
+        requests = {i["id"]: i for i in [*items, *carried_in(items)]  # a compaction's too
+                    if i.get("type") == "mcp_approval_request"}
         called = {i.get("approval_request_id") for i in items if i.get("type") == "mcp_call"}
         approved = []
         for item in items[len(items) - self.job.input_count:]:

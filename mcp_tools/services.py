@@ -3,6 +3,7 @@ created: registered servers exist, approvals answer a request of this conversati
 are used once; then the request's headers are kept for the run (never stored)."""
 from django.db import IntegrityError
 
+from responses_app.context.compaction_items import carried_in
 from responses_app.errors import InvalidRequest
 from responses_app.history import chain_items
 
@@ -64,6 +65,9 @@ def new_approvals(previous: list[dict], input_items: list[dict]) -> list[str]:
             continue
         request_id = item["approval_request_id"]
         param = f"input[{index}].approval_request_id"
+        if request_id not in asked:  # one a compaction carries (sent after it, alone)?
+            asked |= {i["id"] for i in carried_in(input_items)
+                      if i.get("type") == "mcp_approval_request"}
         if request_id not in asked:
             raise InvalidRequest(f"No MCP approval request '{request_id}' in this conversation.",
                                  param=param, code="invalid_value")

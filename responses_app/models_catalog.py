@@ -58,7 +58,7 @@ def _upstream_models(route: Route, failures: list) -> list[tuple[str, str]]:
         return cached[1]
     try:
         reply = httpx.get(f"{route.base_url}/models", headers=headers,
-                          timeout=route.connect_timeout)
+                          timeout=route.connect_timeout, trust_env=False)  # direct: no proxy
         reply.raise_for_status()
         data = reply.json().get("data") or []
     except (httpx.HTTPError, ValueError, AttributeError) as exc:

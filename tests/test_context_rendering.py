@@ -4,8 +4,8 @@ truncation that fits a window (with the labelled estimate: UTF-8 bytes / 4)."""
 import pytest
 
 from responses_app.context.compaction import kept_user_messages
-from responses_app.context.compaction_items import (COMPACTION_PREFIX, compaction_item,
-                                                    upstream_items)
+from responses_app.context.compaction_items import (COMPACTION_PREFIX, carried_items,
+                                                    compaction_item, upstream_items)
 from responses_app.context.window import ContextTooLong, fit
 from tests.admin_data import assistant_message, user_message
 from upstreams.routing import Route
@@ -27,6 +27,46 @@ def test_the_latest_compaction_replaces_what_came_before_but_the_users_it_kept()
     items = [old, first, assistant_message("a"), also_kept, kept, latest, *after]
     assert upstream_items(items) == [summary_message(latest, "latest summary"),
                                      also_kept, kept, *after]
+
+
+SEARCH_CALL = {"id": "tsc_1", "type": "tool_search_call", "call_id": None, "execution": "server",
+               "arguments": {"query": "orders"}, "status": "completed"}
+SEARCH_OUTPUT = {"id": "tso_1", "type": "tool_search_output", "call_id": None,
+                 "execution": "server", "status": "completed",
+                 "tools": [{"type": "function", "name": "lookup_order", "defer_loading": True}]}
+ADDED = {"id": "adt_1", "type": "additional_tools", "role": "developer",
+         "tools": [{"type": "function", "name": "note"}]}
+
+
+def test_a_compaction_carries_the_items_that_load_tools_and_a_later_one_again():
+    history = [user_message("find it"), SEARCH_CALL, SEARCH_OUTPUT, assistant_message("found"),
+               ADDED, {"type": "shell_call", "call_id": "c1"},
+               {"type": "shell_call_output", "call_id": "c1"}, user_message("go")]
+    assert carried_items(history) == [SEARCH_CALL, SEARCH_OUTPUT, ADDED]
+    first = compaction_item("one", carried_items(history))
+    assert upstream_items([*history, first]) == [
+        summary_message(first, "one"), SEARCH_CALL, SEARCH_OUTPUT, ADDED, history[-1]]
+    # a second compaction is of the window the first left (compaction.compact): it carries
+    # what the first carried
+    window = upstream_items([*history, first, assistant_message("a")])
+    second, after = compaction_item("two", carried_items(window)), user_message("next")
+    assert upstream_items([first, second, after]) == [
+        summary_message(second, "two"), SEARCH_CALL, SEARCH_OUTPUT, ADDED, after]
+
+
+def test_a_compaction_carries_what_still_waits_for_an_answer_and_nothing_answered():
+    answered = [{"type": "function_call", "call_id": "a"},
+                {"type": "function_call_output", "call_id": "a"},
+                {"type": "mcp_approval_request", "id": "r1"},
+                {"type": "mcp_approval_response", "approval_request_id": "r1"},
+                {"type": "mcp_approval_request", "id": "r2"},
+                {"type": "mcp_call", "approval_request_id": "r2"}]
+    waiting = [{"type": "shell_call", "call_id": "b"}, {"type": "custom_tool_call", "call_id": "c"},
+               {"type": "apply_patch_call", "call_id": "d"},
+               {"type": "mcp_approval_request", "id": "r3"}]
+    # an output of another kind does not answer a call
+    other = {"type": "custom_tool_call_output", "call_id": "b"}
+    assert carried_items([*answered, *waiting, other]) == waiting
 
 
 def test_items_without_a_compaction_are_sent_as_they_are():

@@ -105,6 +105,28 @@ def test_a_compacted_chain_continues_with_previous_response_id(api, clean_upstre
         user("alpha beta"), user("gamma")]
 
 
+PENDING = {"type": "function_call", "call_id": "call_p", "name": "lookup", "arguments": "{}"}
+PENDING_MESSAGE = {"role": "assistant", "content": None, "tool_calls": [
+    {"id": "call_p", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]}
+
+
+def test_a_call_still_waiting_for_its_output_is_carried_by_the_compaction(api, clean_upstream):
+    """Compacted while a call waits for its output: the compaction carries the call, so its
+    output sent after the compaction item alone answers it (upstream too)."""
+    compacted = api.post("/responses/compact", json={
+        "model": "fake-echo", "input": [user("look it up"), PENDING]}).json()
+    summary = summary_of([user("look it up"), PENDING_MESSAGE,
+                          {"role": "tool", "tool_call_id": "call_p", "content": "aborted"}])
+    clean_upstream.clear()
+    reply = api.post("/responses", json={"model": "fake-echo", "store": False, "input": [
+        compacted["output"][-1],
+        {"type": "function_call_output", "call_id": "call_p", "output": "42"}]})
+    assert reply.status_code == 200, reply.text
+    assert chats(clean_upstream)[0]["messages"] == [
+        {"role": "system", "content": COMPACTION_PREFIX + summary}, PENDING_MESSAGE,
+        {"role": "tool", "tool_call_id": "call_p", "content": "42"}]
+
+
 def test_compact_without_a_model_is_a_clear_400(api):
     reply = api.post("/responses/compact", json={"input": "hello"})
     assert (reply.status_code, reply.json()) == (400, {"error": {

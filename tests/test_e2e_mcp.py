@@ -121,6 +121,28 @@ def test_approval_request_ends_the_response_then_approve_runs_the_call(api, demo
             f"The approval request '{request['id']}' was already answered.")
 
 
+def test_an_approval_request_a_compaction_carries_is_approved_after_it(api, demo):
+    """Compacted while an approval request waits: the answer sent after the compaction
+    item alone finds the request (the compaction carries it), and the call runs."""
+    tool = mcp_tool(demo, require_approval="always")
+    _, first = stream(api, {"model": "fake-tool-caller", "tools": [tool],
+                            "input": 'call demo__sum {"a": 1, "b": 2}'})
+    request = first["output"][1]
+    compacted = api.post("/responses/compact", json={
+        "model": "fake-tool-caller", "previous_response_id": first["id"]}).json()
+    assert [i["type"] for i in compacted["output"]] == ["message", "compaction"]
+    events, second = stream(api, {"model": "fake-tool-caller", "tools": [tool], "input": [
+        compacted["output"][-1],
+        {"type": "mcp_approval_response", "approval_request_id": request["id"],
+         "approve": True}]})
+    # listed again (the listing is summarized), the approved call, then the model
+    assert types(events) == [*START, *LIST, *call_events(deltas=1), *TEXT,
+                             "response.completed"]
+    call = second["output"][1]
+    assert (call["approval_request_id"], call["output"]) == (request["id"], "3")
+    assert second["output"][2]["content"][0]["text"] == "Results: 3"
+
+
 def test_denied_approval_tells_the_model_and_runs_nothing(api, demo):
     tool = mcp_tool(demo, require_approval="always")
     calls_before = demo.stats["calls"]

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from responses_app.context.compaction_items import COMPACTION_PREFIX
 from tests.mcp_server import McpTestServer
 from tests.oracles import check_sse_stream, validate_response
 
@@ -182,6 +183,72 @@ def test_found_mcp_tools_stay_loaded_over_a_websocket_chain(production, tenant_k
     assert [tool_names(r) for r in clean_upstream.requests()] == [
         ["tool_search"], ["tool_search", *OFFERED], ["tool_search", *OFFERED],
         ["tool_search", *OFFERED], ["tool_search", *OFFERED]]
+
+
+def chat_requests(upstream) -> list[dict]:
+    return [r["body"] for r in upstream.requests() if r["path"] == "/v1/chat/completions"]
+
+
+def loaded_by_a_search(api, tools) -> tuple[dict, dict]:
+    """A response whose search loaded crm__refund_order and lookup_order (the response,
+    its tool_search_call)."""
+    first = api.post("/responses", json={"model": "fake-sequential-caller", "tools": tools,
+                                         "input": 'call tool_search {"query": "refund an order"}'})
+    assert first.status_code == 200, first.text
+    said, call, output, answer = first.json()["output"]
+    assert output["tools"] == [{**CRM, "tools": [REFUND]}, LOOKUP]
+    return first.json(), call
+
+
+LOADED = ["tool_search", "note", "crm__refund_order", "lookup_order"]
+LOADED_TEXT_CRM = "Tools loaded, callable from now on: crm__refund_order, lookup_order."
+SUMMARY = {"role": "system", "content": COMPACTION_PREFIX + "Results:"}  # the model's summary
+
+
+def test_tools_a_search_loaded_stay_loaded_after_a_server_side_compaction(api, clean_upstream):
+    tools = [{"type": "tool_search"}, LOOKUP, CRM, NOTE]
+    first, call = loaded_by_a_search(api, tools)
+    clean_upstream.clear()
+    second = api.post("/responses", json={
+        "model": "fake-sequential-caller", "tools": tools, "previous_response_id": first["id"],
+        "context_management": [{"type": "compaction", "compact_threshold": 1}],
+        "input": 'call lookup_order {"id": "o2"}'}).json()
+    compaction, said, function_call = second["output"]
+    assert (compaction["type"], function_call["name"]) == ("compaction", "lookup_order")
+    summary, reply = chat_requests(clean_upstream)
+    assert (summary["stream"], [t["function"]["name"] for t in reply["tools"]]) == (False, LOADED)
+    # the search the compaction carries, right after its summary
+    assert reply["messages"] == [
+        SUMMARY, *search_turn_messages(call, None, LOADED_TEXT_CRM),  # its text summarized
+        {"role": "user", "content": 'call lookup_order {"id": "o2"}'}]
+    # the chain is read from the compaction on: still loaded on the next turn
+    clean_upstream.clear()
+    third = api.post("/responses", json={
+        "model": "fake-sequential-caller", "tools": tools, "previous_response_id": second["id"],
+        "input": [{"type": "function_call_output", "call_id": function_call["call_id"],
+                   "output": "found"}]}).json()
+    assert third["output"][0]["content"][0]["text"] == "Results: found"
+    [reply] = chat_requests(clean_upstream)
+    assert [t["function"]["name"] for t in reply["tools"]] == LOADED
+
+
+def test_tools_a_search_loaded_stay_loaded_after_the_compact_endpoint(api, clean_upstream):
+    tools = [{"type": "tool_search"}, LOOKUP, CRM, NOTE]
+    first, call = loaded_by_a_search(api, tools)
+    compacted = api.post("/responses/compact", json={
+        "model": "fake-sequential-caller", "previous_response_id": first["id"]}).json()
+    assert [i["type"] for i in compacted["output"]] == ["message", "compaction"]
+    clean_upstream.clear()
+    # the compacted window sent back alone, as OpenAI allows (nothing before the compaction)
+    reply = api.post("/responses", json={
+        "model": "fake-sequential-caller", "tools": tools, "store": False,
+        "input": [compacted["output"][-1], {"role": "user", "content": 'call note {}'}]})
+    assert reply.json()["output"][1]["name"] == "note"
+    [chat] = chat_requests(clean_upstream)
+    assert [t["function"]["name"] for t in chat["tools"]] == LOADED
+    assert chat["messages"] == [
+        SUMMARY, *search_turn_messages(call, None, LOADED_TEXT_CRM),  # its text summarized
+        {"role": "user", "content": "call note {}"}]
 
 
 @pytest.mark.parametrize("tools, param, code, message", [

@@ -13,6 +13,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from tests.invariants import check_stream
+from upstreams.token_counting import render_chat
 from tests.oracles import validate_event
 from tests.test_e2e_durable import bench_text, wait_for
 from tests.websocket_client import TERMINAL, open_socket, send
@@ -131,6 +132,15 @@ def test_a_steer_stops_the_response_and_its_successor_continues_it(
     assert ({k: v for k, v in first_request.items() if k != "messages"}
             == {k: v for k, v in second_request.items() if k != "messages"})
     assert clean_upstream.stats()["completed"] == 1  # the successor's
+    # the cut call reported no usage: its tokens counted by the route's counter (the
+    # default route's estimate, UTF-8 bytes / 4): its request as rendered, what it generated
+    prompt = -(-len(render_chat(first_request).encode()) // 4)
+    assert (prompt, -(-len("w0 w1 ") // 4)) == (9, 2)
+    assert first["usage"] == stored["usage"] == {
+        "input_tokens": 9, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": 2, "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 11}
+    assert successor["usage"]["output_tokens"] == 4  # the fake's own count: a usage chunk
 
 
 def test_responses_with_a_conversation_or_compaction_refuse_steering(ws, api, clean_upstream):

@@ -14,6 +14,8 @@ takes the lease, atomically, so two workers never both take the last slot.
 import asyncio
 from functools import lru_cache
 
+from responses_app.redis_client import DRIVER_INFO
+
 from .replicas import Choice
 
 # KEYS: n lease sets, n cool-down keys, the rotation counter, m chain keys to look up,
@@ -169,7 +171,8 @@ def _client_for(loop, url: str):
     import redis.asyncio as aioredis
 
     pool = aioredis.BlockingConnectionPool.from_url(url, max_connections=32, timeout=20,
-                                                    socket_connect_timeout=5)
+                                                    socket_connect_timeout=5,
+                                                    driver_info=DRIVER_INFO)
     client = aioredis.Redis(connection_pool=pool)
     return client, {"acquire": client.register_script(ACQUIRE),
                     "renew": client.register_script(RENEW)}

@@ -10,6 +10,9 @@ Each route names its counter (UpstreamRoute.token_counter):
 The last three count the gateway's rendering of the messages, not the model's own chat
 template, so they can differ from the upstream's count by a few tokens per message.
 
+Its calls to the upstream go direct (`trust_env=False`): no upstream call reads the
+environment's proxy settings (docs/configuration.md, "Proxies").
+
 The context window is the route's setting; unset on a `vllm` route, it is the
 `max_model_len` that vLLM's `GET /v1/models` reports for the model (remembered a while).
 """
@@ -121,7 +124,7 @@ def _count_of(route: Route, answer: dict) -> int:
 
 def _vllm_window(route: Route, model: str) -> int | None:
     try:
-        with httpx.Client(timeout=route.connect_timeout) as client:
+        with httpx.Client(timeout=route.connect_timeout, trust_env=False) as client:
             reply = client.get(f"{route.base_url}/models", headers=route.request_headers())
         models = reply.json().get("data") or []
     except (httpx.HTTPError, ValueError, AttributeError):
@@ -138,7 +141,8 @@ def _post(route: Route, path: str, payload: dict) -> dict:
     root = route.base_url.removesuffix("/v1")
     try:
         with httpx.Client(timeout=httpx.Timeout(route.idle_timeout,
-                                                connect=route.connect_timeout)) as client:
+                                                connect=route.connect_timeout),
+                          trust_env=False) as client:
             reply = client.post(f"{root}{path}", content=orjson.dumps(payload),
                                 headers={"content-type": "application/json",
                                          **route.request_headers()})

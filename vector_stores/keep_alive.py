@@ -5,7 +5,10 @@ h11 parsing cost ~1.0 ms of CPU per call against ~0.25 ms here (300 calls to the
 upstream, same body and reply), in a search that spends ~4 ms of CPU in all
 (bench/README.md, "Statements built once per shape"). No redirects, proxies, cookies or
 content decoding (the request asks for `identity`): the embedding call uses none of them,
-as the worker's upstream client (responses_app/worker/http_stream.py) does not.
+as the worker's upstream client (responses_app/worker/http_stream.py) does not. No
+upstream call of the gateway reads HTTP(S)_PROXY (the httpx ones say `trust_env=False`;
+docs/configuration.md, "Proxies"): this client going direct is the rule, not an exception
+(tests/test_upstream_proxy_env.py, through a loopback proxy).
 
 It answers as httpx does, so that embedding.post_embeddings is the same for both: an
 httpx.Response, or an httpx.HTTPError (ConnectError / ConnectTimeout before a connection,

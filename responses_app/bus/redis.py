@@ -11,6 +11,7 @@ from functools import cached_property
 import redis
 from redis.exceptions import ResponseError
 
+from ..redis_client import DRIVER_INFO
 from .entries import Entry, RetainedLog
 from .redis_codec import decode, encode, entry_id_of, final_entry_id_of, stream_key
 from .redis_reader import ReadHub
@@ -94,7 +95,8 @@ class RedisEventBus:
     @cached_property
     def _sync_client(self) -> redis.Redis:
         """For the sync callers, off the hot path (the admin, deletion, the watchdog)."""
-        return redis.Redis.from_url(self.url, socket_timeout=10, socket_connect_timeout=5)
+        return redis.Redis.from_url(self.url, socket_timeout=10, socket_connect_timeout=5,
+                                    driver_info=DRIVER_INFO)
 
     # --- reading (the web's loop) --------------------------------------------------------------
     async def subscribe(self, response_id: str, after: int = -1) -> Subscription:

@@ -16,6 +16,7 @@ Unix milliseconds): one small field per write, read only by the admin's event vi
 import orjson
 import redis.asyncio as aioredis
 
+from ..redis_client import DRIVER_INFO
 from .entries import Entry, now_ms
 
 KEY_PREFIX = "gw:events:"
@@ -26,7 +27,8 @@ END_MARKER_ID = "2-0"
 def async_client(url: str) -> aioredis.Redis:
     """A client whose callers wait for a free connection rather than fail."""
     pool = aioredis.BlockingConnectionPool.from_url(url, max_connections=64, timeout=20,
-                                                     socket_timeout=10, socket_connect_timeout=5)
+                                                     socket_timeout=10, socket_connect_timeout=5,
+                                                     driver_info=DRIVER_INFO)
     return aioredis.Redis(connection_pool=pool)
 
 
@@ -40,7 +42,7 @@ def one_connection_client(url: str) -> aioredis.Redis:
     the event loop later). A command cut short by the caller's timeout closes the
     connection; the next one connects again."""
     return aioredis.Redis.from_url(url, single_connection_client=True, socket_timeout=None,
-                                   socket_connect_timeout=5)
+                                   socket_connect_timeout=5, driver_info=DRIVER_INFO)
 
 
 def stream_key(response_id: str) -> str:

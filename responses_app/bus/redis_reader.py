@@ -14,6 +14,7 @@ import time
 import redis.asyncio as aioredis
 
 from ..errors import ServiceUnavailable
+from ..redis_client import DRIVER_INFO
 from .entries import Entry, failure_entry
 from .redis_codec import async_client, decode, decode_flat, one_connection_client, stream_key
 from .redis_xread import PackedXRead
@@ -48,7 +49,7 @@ class ReadHub:
         self.xread = PackedXRead(self.reader, READ_BLOCK_MS)  # its command packed by hand
         self.first_reader = aioredis.Redis.from_url(
             bus.url, socket_timeout=FIRST_READ_BLOCK_MS / 1000 + READ_GRACE_SECONDS,
-            socket_connect_timeout=5)
+            socket_connect_timeout=5, driver_info=DRIVER_INFO)
         self.first_reads: dict[Subscription, asyncio.Task] = {}
         self.wake_key = f"gw:wake:{os.getpid()}:{os.urandom(4).hex()}"
         self.wake_id = b"0-0"

@@ -1,6 +1,8 @@
 """Compacting a conversation: the items it keeps (the newest user messages, at most
 COMPACTION_KEEP_USER_CHARS of their text, the newest always), then one compaction item
-sealing the route model's summary of the whole conversation (summary.py). This is the
+sealing the route model's summary of the whole conversation (summary.py) and the items
+that decide which tools are loaded (compaction_items.CARRIED), which a summary cannot stand
+for. This is the
 output of `POST /v1/responses/compact` and what server-side compaction (context_management)
 puts in a response's output; sent back as input, the upstream receives the summary in
 place of the history (compaction_items.upstream_items)."""
@@ -10,7 +12,7 @@ from django.conf import settings
 
 from upstreams.routing import Route
 
-from .compaction_items import compaction_item, upstream_items
+from .compaction_items import carried_items, compaction_item, upstream_items
 from .summary import summarize
 
 
@@ -40,5 +42,6 @@ def kept_user_messages(items: list[dict]) -> list[dict]:
 def compact(route: Route, chat_body: dict, items: list[dict]) -> Compacted:
     """Summarize the conversation `chat_body` renders (of `items`): what replaces it."""
     summary, usage = summarize(route, chat_body)
-    return Compacted(kept=kept_user_messages(upstream_items(items)), item=compaction_item(summary),
-                     chat_usage=usage)
+    window = upstream_items(items)  # an earlier compaction's carried items carried again
+    return Compacted(kept=kept_user_messages(window),
+                     item=compaction_item(summary, carried_items(window)), chat_usage=usage)

@@ -4,23 +4,59 @@ Its `encrypted_content` is the summary under authenticated encryption (reasoning
 mechanism, its own key): only this deployment reads it, and a token that is altered or
 sealed elsewhere is refused as input (400), never opened or trusted.
 
+It also seals the items a summary cannot stand for (carried_items): those that decide
+which tools are offered (CARRIED: a tool search's call and output, `additional_tools`),
+since what is loaded is derived from the items of the history, so a compaction that
+dropped them would unload every deferred tool a search had found; and the calls still
+waiting for their output (of every kind) and the MCP approval requests still waiting for
+an answer, whose answer comes after the compaction and must find them. Sealed in the item,
+they survive whatever the client keeps (OpenAI lets it drop everything before the latest
+compaction item) and a chain read from its latest compaction on.
+
 What the upstream receives (`upstream_items`): the latest compaction item replaces
 everything before it but the user messages right before it (those a compaction keeps, in
 the order it returned them). Its summary goes first, as a developer message
-(COMPACTION_PREFIX and the summary); then those user messages; then every item after it.
+(COMPACTION_PREFIX and the summary); then the items it carries; then those user messages;
+then every item after it.
 """
 from ..errors import InvalidRequest
 from ..ids import new_id
 from ..reasoning_token import open_payload, seal_payload
+from ..translation.client_tools import OUTPUT_TYPES
 
 PURPOSE = "compaction"
 COMPACTION_PREFIX = "Summary of the earlier conversation (it replaces the messages before it):\n"
+# the items a compaction carries as they are: the tools offered are derived from them
+CARRIED = ("tool_search_call", "tool_search_output", "additional_tools")
+# a call item type -> the type of the item that answers it (by call_id)
+ANSWERS = {"function_call": "function_call_output", "custom_tool_call": "custom_tool_call_output",
+           **OUTPUT_TYPES}
 
 
-def compaction_item(summary: str) -> dict:
-    """A new compaction item sealing `summary`."""
+def compaction_item(summary: str, carried: list[dict] = ()) -> dict:
+    """A new compaction item sealing `summary` and the `carried` items."""
+    payload = {"summary": summary, "items": list(carried)} if carried else {"summary": summary}
     return {"id": new_id("cmp"), "type": "compaction",
-            "encrypted_content": seal_payload({"summary": summary}, PURPOSE)}
+            "encrypted_content": seal_payload(payload, PURPOSE)}
+
+
+def carried_items(items: list[dict]) -> list[dict]:
+    """The items among `items` a compaction of them carries, in order: CARRIED, the calls
+    no output among them answers, the MCP approval requests no answer or call follows."""
+    answered = {(item.get("type"), item.get("call_id")) for item in items}
+    decided = {item.get("approval_request_id") for item in items
+               if item.get("type") in ("mcp_approval_response", "mcp_call")}
+    return [item for item in items if item.get("type") in CARRIED
+            or (item.get("type") in ANSWERS
+                and (ANSWERS[item["type"]], item.get("call_id")) not in answered)
+            or (item.get("type") == "mcp_approval_request" and item.get("id") not in decided)]
+
+
+def carried_in(items: list[dict]) -> list[dict]:
+    """The items the compaction items among `items` carry (for the request side's checks
+    of what an input answers)."""
+    return [carried for item in items if item.get("type") == "compaction"
+            for carried in _sealed(item)[1]]
 
 
 def summary_of(item: dict) -> str | None:
@@ -28,6 +64,16 @@ def summary_of(item: dict) -> str | None:
     payload = open_payload(item.get("encrypted_content"), PURPOSE)
     summary = payload.get("summary") if payload else None
     return summary if isinstance(summary, str) else None
+
+
+def _sealed(item: dict) -> tuple[str | None, list[dict]]:
+    """(the summary, the carried items) sealed in a compaction item; (None, []) if it is
+    not ours or was altered."""
+    payload = open_payload(item.get("encrypted_content"), PURPOSE) or {}
+    summary, carried = payload.get("summary"), payload.get("items")
+    if not isinstance(summary, str):
+        return None, []
+    return summary, [i for i in carried if isinstance(i, dict)] if isinstance(carried, list) else []
 
 
 def compaction_input_item(item: dict, param: str) -> dict:
@@ -65,13 +111,13 @@ def upstream_items(items: list[dict]) -> list[dict]:
     position = latest_compaction(items)
     if position is None:
         return items
-    summary = summary_of(items[position])
+    summary, carried = _sealed(items[position])
     if summary is None:  # sealed under an older SECRET_KEY: nothing can be read of it
         summary = "(unavailable)"
     message = {"id": items[position]["id"], "type": "message", "role": "developer",
                "content": [{"type": "input_text", "text": COMPACTION_PREFIX + summary}]}
     start = kept_start(items, position)
-    return [message, *items[start:position], *items[position + 1:]]
+    return [message, *carried, *items[start:position], *items[position + 1:]]
 
 
 def _is_user_message(item: dict) -> bool:

@@ -1,6 +1,7 @@
 """The compaction summary: one non-streamed Chat Completions call to the route's model with
 the conversation as the upstream would receive it, then COMPACTION_PROMPT as the last user
-message. Its answer is the summary the compaction item seals."""
+message. Its answer is the summary the compaction item seals. Direct to the route's URL,
+as the chat stream goes (no environment proxy: docs/configuration.md, "Proxies")."""
 import httpx
 import orjson
 
@@ -35,7 +36,8 @@ def summarize(route: Route, chat_body: dict) -> tuple[str, dict | None]:
         raise SummaryFailed(route.problem, code="upstream_misconfigured")
     try:
         with httpx.Client(timeout=httpx.Timeout(route.idle_timeout,
-                                                connect=route.connect_timeout)) as client:
+                                                connect=route.connect_timeout),
+                          trust_env=False) as client:  # direct, as every upstream call
             reply = client.post(f"{route.base_url}/chat/completions",
                                 content=orjson.dumps(summary_request(chat_body)),
                                 headers={"content-type": "application/json",

@@ -6,6 +6,7 @@ Everything else about calls and outputs is repaired before the upstream call
 from conversations.items import conversation_items
 
 from .request import CreateRequest
+from ..context.compaction_items import carried_in
 from ..translation.client_tools import OUTPUT_TYPES
 from ..errors import InvalidRequest
 from ..history import chain_items
@@ -22,6 +23,8 @@ def check_tool_outputs(tenant: Tenant, create: CreateRequest, input_items: list[
     """400 for the first output of the input (references resolved) whose call is nowhere;
     reads the history only when the input alone leaves one unanswered."""
     orphans = _unanswered(input_items, input_items)
+    if orphans:  # a call a compaction in the input carries (sent after it, alone)
+        orphans = _unanswered(orphans, carried_in(input_items))
     if orphans and create.history is not None:  # supplied by the front door
         orphans = _unanswered(orphans, create.history)
     elif orphans and (create.previous_response_id or create.conversation_id):

@@ -30,6 +30,7 @@ from redis.exceptions import RedisError
 
 from observability import tracing
 
+from ..redis_client import DRIVER_INFO
 from .jobs import RUN_QUEUE_KEY, job_of_message
 from .redelivery import RECLAIM_SCRIPT, give_back_args, processing_key
 from .heartbeat import worker_id
@@ -87,7 +88,8 @@ class RunConsumer:
     async def _consume(self) -> None:
         free = asyncio.Semaphore(self.concurrency)
         self.client = client = aioredis.Redis.from_url(  # closed by _runs_ended
-            settings.REDIS_URL, socket_connect_timeout=5, socket_timeout=POP_TIMEOUT_SECONDS + 5)
+            settings.REDIS_URL, socket_connect_timeout=5, socket_timeout=POP_TIMEOUT_SECONDS + 5,
+            driver_info=DRIVER_INFO)
         self.give_back = client.register_script(RECLAIM_SCRIPT)
         while not self.stopping.is_set():
             await free.acquire()  # fewer than `concurrency` runs in progress

@@ -9,7 +9,9 @@ Which item a tool call becomes is `call_kinds`; the items and their events are b
 
 `start()` opens the response, `feed(chunk)` turns one decoded chunk into events, `finish()`
 closes whatever is open and ends the response (`finish("steered")`: incomplete, as a
-WebSocket steer stops it), `fail()` ends it as failed, `cancel()`
+WebSocket steer stops it; the run first calls `close_cut_turn()` and gives the usage it
+counted of a turn cut before the upstream reported one, `count_cut_turn`), `fail()` ends
+it as failed, `cancel()`
 closes what is open and leaves the response cancelled (no terminal event exists for that:
 the stream just ends). Events come back
 as dicts without sequence numbers (the EventStamper numbers them, in one place). The
@@ -175,6 +177,15 @@ class ResponseTranslator(GatewayToolSteps):
             self.response["status"] = "completed"
             events.append({"type": "response.completed", "response": self.response})
         return events
+
+    def close_cut_turn(self) -> tuple[list[dict], bool]:
+        """A run cut short, before its `finish`: what is open closed as incomplete (its
+        items then hold all they streamed), and whether its turn reported no usage."""
+        return self._close_all("incomplete"), self._usage is None
+
+    def count_cut_turn(self, chat_usage: dict) -> None:
+        """The usage the run counted of a turn cut before it reported one."""
+        self._usage = chat_usage
 
     def fail(self, code: str, message: str) -> list[dict]:
         events = self._close_all("incomplete")

@@ -36,6 +36,7 @@ from ..translation.numbering import EventStamper
 from ..translation.compaction_events import CompactingTranslator
 from ..translation.state_machine import TranslatorOptions
 from .run_claim import Claim, RunNotClaimed
+from .cut_turn import CutTurn, close_cut_turn
 from .run_context import fitted_body
 from .upstream import UpstreamRejected, UpstreamStreamFailed, open_chat_stream
 from .upstream_span import chat_span
@@ -83,6 +84,7 @@ class Streaming:
         self.first_delta_at: float | None = None  # time.monotonic() of the first delta
         self.first_delta_clock: datetime | None = None  # its wall-clock time (stored)
         self.stopped: str | None = None  # "unclaimed", "cancelled" or "steered"
+        self.turn: CutTurn | None = None  # the upstream call in progress (cut_turn.py)
 
     async def emit(self, events: list, urgent: bool = True, soon: bool = False) -> None:
         """Publish `events`: urgent (sent at once, and waited for), soon (sent at once), or
@@ -143,7 +145,7 @@ class Streaming:
         """Steered: the response ends `incomplete` with what it produced so far."""
         if not self.started:
             await self.emit(self.translator.start(), urgent=False)
-        closing = self.translator.finish(STEERED)
+        closing = await close_cut_turn(self) + self.translator.finish(STEERED)
         self._remember_output_items()
         return Ending("finished", closing)
 
@@ -193,6 +195,7 @@ class Streaming:
     async def _turn(self, body: dict) -> None:
         """One upstream call, its chunks translated onto the bus (the response's start events
         go first, once the upstream accepted, unless they were sent already)."""
+        self.turn = CutTurn(body, len(self.translator.response["output"]))  # if cut: counted
         with chat_span(self.route.base_url, body) as observer:
             async with open_chat_stream(self.route, body, settings.STREAM_BATCH_MS / 1000,
                                         _retry_policy(), self.placement) as batches:
@@ -201,6 +204,7 @@ class Streaming:
                     observer.placed(self.placement)
                     batches = observer.batches(batches)
                 await self._translated(batches)
+        self.turn = None
 
     async def _translated(self, batches) -> None:
         """The turn's chunk batches translated onto the bus. Once the first delta is out,

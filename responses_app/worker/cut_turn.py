@@ -1,0 +1,26 @@
+"""A steered run's end: the upstream call it cut mid-stream (CutTurn) is counted when the
+upstream reported no usage for it (context.cut_usage: why), so a steered response's usage
+is, as any other's, the tokens of every upstream call of its run."""
+from dataclasses import dataclass
+
+from ..context.cut_usage import cut_usage
+from .loop import blocking
+
+
+@dataclass
+class CutTurn:
+    """The upstream call in progress: its chat request, its first output item."""
+    body: dict
+    first_item: int
+
+
+async def close_cut_turn(streaming) -> list[dict]:
+    """Close what the run left open; count its cut call if the upstream reported no usage.
+    The closing events (the response's end, `finish`, follows them)."""
+    translator, turn = streaming.translator, streaming.turn
+    events, usage_missing = translator.close_cut_turn()
+    if turn is not None and usage_missing:
+        generated = translator.response["output"][turn.first_item:]
+        translator.count_cut_turn(await blocking(cut_usage, streaming.route, turn.body,
+                                                 generated))
+    return events
