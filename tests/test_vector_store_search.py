@@ -290,11 +290,13 @@ def rankings(tenant, store_id, searches):
 @pytest.mark.django_db(transaction=True)  # committed rows: a second connection sees them
 # (the text ranking is taken by a side thread while the query is embedded, an HTTP call to
 # the fake upstream; were it not taken by then, its caller would run it: the same rows)
-@pytest.mark.parametrize("exact_max", [10_000, 0])  # the exact scan, the HNSW index's path
-def test_the_rankings_at_once_rank_exactly_as_in_turn(stores_settings, exact_max):
+@pytest.mark.parametrize("exact_max, signs_max", [  # the exact scan, the HNSW index's path,
+    (10_000, 30_000), (0, 0), (0, 30_000)])  # a filter's chunks pre-ranked on sign bits
+def test_the_rankings_at_once_rank_exactly_as_in_turn(stores_settings, exact_max, signs_max):
     alice = Tenant.objects.create(name="alice")
     store_id = ingested_store(alice)
     stores_settings.VECTOR_SEARCH_EXACT_MAX_CHUNKS = exact_max
+    stores_settings.VECTOR_SEARCH_SIGNS_MAX_CHUNKS = signs_max
     assert (stores_settings.VECTOR_SEARCH_SIDE_THREADS, side_reads.available()) == (4, True)
     at_once = rankings(alice, store_id, AT_ONCE_SEARCHES)
     stores_settings.VECTOR_SEARCH_SIDE_THREADS = 0
