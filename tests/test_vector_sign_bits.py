@@ -25,19 +25,19 @@ def test_sign_bits_are_one_where_a_coordinate_is_positive():
 
 
 def test_the_querys_terms_weigh_its_coordinates_by_magnitude_and_sign():
-    # levels round(3 |q| / 0.9): 3, 1, 0, 2, 3
+    # levels round(2 |q| / 0.9): 2, 1 (0.67), 0, 1 (1.33), 2
     assert score_terms([0.9, -0.3, 0.0, 0.6, -0.9]) == [
-        (3, "10000"), (-3, "00001"), (2, "00010"), (-1, "01000")]
+        (2, "10000"), (-2, "00001"), (1, "00010"), (-1, "01000")]
     assert score_terms([0.0, 0.0]) == []
-    assert score_terms([0.2, 0.0, 0.2]) == [(3, "101")]  # the fake's: one level
+    assert score_terms([0.2, 0.0, 0.2]) == [(2, "101")]  # the fake's: one level
 
 
 def test_the_statement_pre_ranks_on_the_bits_then_re_ranks_exactly():
-    statement = signs_statement("{3,8}", [0.5, 0.0, -1.0], 40)  # levels 2, 0, 3
+    statement = signs_statement("{3,8}", [0.5, 0.0, -1.0], 40)  # levels 1, 0, 2
     assert statement == Statement(
         "WITH near AS MATERIALIZED (SELECT id FROM vector_store_chunks "
-        "WHERE store_file_id = ANY(%s::bigint[]) ORDER BY -3 * bit_count(signs & %s::bit "
-        "varying) + 2 * bit_count(signs & %s::bit varying) DESC NULLS LAST, id LIMIT %s) "
+        "WHERE store_file_id = ANY(%s::bigint[]) ORDER BY -2 * bit_count(signs & %s::bit "
+        "varying) + 1 * bit_count(signs & %s::bit varying) DESC NULLS LAST, id LIMIT %s) "
         "SELECT c.id, c.embedding <=> %s::vector AS distance FROM vector_store_chunks AS c "
         "WHERE c.id IN (SELECT id FROM near) AND (c.embedding <=> %s::vector) < %s "
         "ORDER BY distance, c.id LIMIT %s",

@@ -1,6 +1,8 @@
 """Ingestion and search on the real database: pgvector's HNSW index and Postgres full text,
 with the fake upstream's deterministic embeddings (a hashed bag of words), on a fixed
 corpus. Exact rankings, exact filters, tenancy, bad input, and a failing file alone."""
+import time
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
@@ -44,6 +46,12 @@ def ingested_store(tenant, corpus=CORPUS):
                                                          "attributes": attributes})
     for row in VectorStoreFile.objects.filter(store_id=store["id"]).order_by("pk"):
         ingest(row.pk)
+    # with committed rows (transactional tests) the service's embedded ingestion threads
+    # may have claimed a file first: ingest() then returns at once, the file in progress
+    deadline = time.monotonic() + 30
+    while VectorStoreFile.objects.filter(store_id=store["id"], status="in_progress").exists():
+        assert time.monotonic() < deadline, "a file's ingestion did not end"
+        time.sleep(0.01)
     return store["id"]
 
 
