@@ -85,8 +85,8 @@ FILTERED = [  # (query, filters): a filter's chunks, every one re-ranked exactly
 
 
 @pytest.mark.parametrize("ranker", ["none", "auto"])
-def test_the_sign_bits_path_ranks_a_filters_chunks_as_the_exact_search(alice, settings,  # noqa: F811
-                                                                        ranker):
+def test_the_sign_bits_path_ranks_as_the_exact_search(alice, settings,  # noqa: F811
+                                                      ranker):
     store_id = ingested_store(alice)
     options = {"ranker": ranker}
     settings.VECTOR_SEARCH_EXACT_MAX_CHUNKS = 10_000

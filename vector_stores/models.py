@@ -3,9 +3,10 @@
 
 A chunk keeps its text, its embedding (pgvector, HNSW index with cosine distance) and its
 full-text vector (tsvector, GIN index), and its embedding's sign bits (sign_bits.py: a
-filter's chunks pre-ranked on them by an index-only scan); its rows are written in the transaction that marks
-its file `completed`, so search never sees a file half ingested. The embedding's dimension
-is EMBEDDING_DIMENSIONS as it was when the table was migrated (migration 0001).
+filter's chunks pre-ranked on them by an index-only scan); its rows are written in the
+transaction that marks its file `completed`, so search never sees a file half ingested.
+The embedding's dimension is EMBEDDING_DIMENSIONS as it was when the table was migrated
+(migration 0001).
 """
 from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex

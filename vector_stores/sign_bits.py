@@ -5,11 +5,11 @@ Each chunk keeps its embedding's sign bits (`signs`: bit i is 1 where coordinate
 written at ingestion, backfilled by migration 0002), read by an index-only scan of
 `vector_store_chunks_signs` (store_file_id INCLUDE id, signs: ~70 bytes a chunk at 256
 dimensions, 7.5 MB for 100,000). A filter's chunks are all pre-ranked on them, then the best
-RERANKED by their exact cosine distance (their rows by primary key):
+RERANK_FACTOR x candidates re-ranked by their exact cosine distance (rows by primary key):
 
-- the pre-ranking is the query's *weighted* sign mismatch (asymmetric: the query's
-  coordinates kept at LEVELS levels of magnitude, the chunk's bits): the chunks whose signs
-  agree with the query's largest coordinates first. Plain Hamming distance (every
+- the pre-ranking is the chunk's signs' *weighted* agreement with the query's (asymmetric:
+  the query's coordinates kept at LEVELS levels of magnitude, the chunk's bits): the chunks
+  whose signs agree with the query's largest coordinates first. Plain Hamming distance (every
   coordinate alike) found 84 of the exact top 10s' 600 distances on the bench (the fake
   embeddings are non-negative and sparse: a chunk's count of set bits outweighed its
   overlap with the query), the weighted one 462-493 (the HNSW walk 262-273);
@@ -25,7 +25,7 @@ Taken for a filter's scope of more than VECTOR_SEARCH_EXACT_MAX_CHUNKS and at mo
 VECTOR_SEARCH_SIGNS_MAX_CHUNKS chunks (ranking.nearest_statement; the scope's size is known
 from the files' statement): the whole scope is read, ~0.2-0.3 µs a chunk, where the HNSW
 walk's cost grows as the filter's share shrinks. Its gain (paired against the HNSW path,
-100 queries on 100,000 chunks, pgvector 0.8.6 and 0.6.2): hybrid p50 1.30-1.37x with 1
+100 queries on 100,000 chunks, pgvector 0.8.6 and 0.6.2): hybrid p50 1.27-1.37x with 1
 file in 5 (20,000 chunks), 1.92-2.13x with 1 in 10; nearer the exact ranking (771 / 808
 of the exact top 10s' 1,000 distances against 444-501); at 40,000 chunks it lost (0.72x
 vector-only), hence the bound. bench/README.md, "Sign bits".
