@@ -4,6 +4,10 @@
         --database-url postgres://postgres@127.0.0.1:5432/bench_vectors08
     .venv/bin/python -m bench.iterative_scans            # pgserver's pgvector 0.6.2: both "off"
 
+The filtered cases' scopes (20,000 and 10,000 chunks) are ranked on sign bits by default
+(vector_stores/sign_bits.py), the same on and off here: VECTOR_SEARCH_SIGNS_MAX_CHUNKS=0 in
+the environment compares the HNSW paths.
+
 On the store of bench/vector_stores.py (`--chunks`, loaded there first, or here when
 missing), each case of it (hybrid and vector-only; no filter, `eq`, `and`) runs
 `search_stores` on the same `--queries` queries twice per query: with iterative scans
