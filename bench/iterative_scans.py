@@ -4,6 +4,10 @@
         --database-url postgres://postgres@127.0.0.1:5432/bench_vectors08
     .venv/bin/python -m bench.iterative_scans            # pgserver's pgvector 0.6.2: both "off"
 
+The filtered cases' scopes (20,000 and 10,000 chunks) are ranked on sign bits by default
+(vector_stores/sign_bits.py), the same on and off here: VECTOR_SEARCH_SIGNS_MAX_CHUNKS=0 in
+the environment compares the HNSW paths.
+
 On the store of bench/vector_stores.py (`--chunks`, loaded there first, or here when
 missing), each case of it (hybrid and vector-only; no filter, `eq`, `and`) runs
 `search_stores` on the same `--queries` queries twice per query: with iterative scans
@@ -44,34 +48,39 @@ def percentile(times: list[float], share: float) -> float:
 
 
 def bench_pairs(args, store_id: str) -> list[dict]:
+    return paired(store_id, args.queries, "VECTOR_SEARCH_MAX_SCAN_TUPLES", 0)
+
+
+def paired(store_id: str, count: int, setting: str, off) -> list[dict]:
+    """Each case's searches with `setting` at its value ("on") and at `off`, paired."""
     from django.conf import settings
 
     from vector_stores.search import search_stores
 
-    scan_tuples = settings.VECTOR_SEARCH_MAX_SCAN_TUPLES
+    on_value = getattr(settings, setting)
     owner = tenant()
-    queries = search_queries(args.queries)
+    queries = search_queries(count)
     rows = []
     for ranker in ("auto", "none"):
         for case, filters in CASES.items():
-            def search(query, tuples):
-                settings.VECTOR_SEARCH_MAX_SCAN_TUPLES = tuples
+            def search(query, value):
+                setattr(settings, setting, value)
                 started = time.perf_counter()
                 results = search_stores(owner.id, [store_id], query, filters=filters,
                                         ranking_options={"ranker": ranker})
                 return 1000 * (time.perf_counter() - started), key(results)
 
             for query in queries[:10]:  # warm-up
-                search(query, scan_tuples), search(query, 0)
+                search(query, on_value), search(query, off)
             times = {"on": [], "off": []}
             found = {"on": [], "off": []}
             for n, query in enumerate(queries):
                 order = ("on", "off") if n % 2 == 0 else ("off", "on")
                 for mode in order:
-                    took, results = search(query, scan_tuples if mode == "on" else 0)
+                    took, results = search(query, on_value if mode == "on" else off)
                     times[mode].append(took)
                     found[mode].append(results)
-            settings.VECTOR_SEARCH_MAX_SCAN_TUPLES = scan_tuples
+            setattr(settings, setting, on_value)
             row = {"ranker": ranker, "case": case, "load": os.getloadavg()[0]}
             for mode in ("on", "off"):
                 row[mode] = (round(statistics.median(times[mode]), 1),

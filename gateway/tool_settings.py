@@ -86,6 +86,10 @@ VECTOR_SEARCH_EXACT_MAX_CHUNKS = env.int("VECTOR_SEARCH_EXACT_MAX_CHUNKS", defau
 # (hnsw.max_scan_tuples) before the search falls back to the exact one (ranking.py);
 # 0: no iterative scans (the over-fetch of older pgvector).
 VECTOR_SEARCH_MAX_SCAN_TUPLES = env.int("VECTOR_SEARCH_MAX_SCAN_TUPLES", default=20_000)
+# A filter's chunks, more than VECTOR_SEARCH_EXACT_MAX_CHUNKS and at most this many, are
+# pre-ranked on their sign bits and the best re-ranked exactly, not walked in the HNSW index
+# (vector_stores/sign_bits.py); 0: never.
+VECTOR_SEARCH_SIGNS_MAX_CHUNKS = env.int("VECTOR_SEARCH_SIGNS_MAX_CHUNKS", default=30_000)
 # A hybrid search's text ranking runs on one of this many threads per process, on a
 # second connection, while the query is embedded and ranked by vector (side_reads.py);
 # 0: both rankings in turn on the caller's connection.

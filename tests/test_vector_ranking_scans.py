@@ -33,6 +33,7 @@ def test_the_test_servers_pgvector_reads_and_takes_the_over_fetch(alice, setting
     [[(rows, version)]] = run_together(TABLE_ROWS)
     assert version == "0.6.2"
     settings.VECTOR_SEARCH_EXACT_MAX_CHUNKS = 0
+    settings.VECTOR_SEARCH_SIGNS_MAX_CHUNKS = 0  # the index's path, not the sign bits'
     statement = nearest_statement(NARROWED, VECTOR, 40, [(100_000.0, version)])
     assert statement.setting == "SET LOCAL hnsw.ef_search = 300"  # 1.5 x 40 x 5
     sql, params = index_scan(VECTOR, 300).query.sql_with_params()
@@ -52,6 +53,7 @@ def test_pgvector_0_8_scans_iteratively_with_the_scope_in_the_scan(settings, sco
                                                                    bound):
     settings.VECTOR_SEARCH_EXACT_MAX_CHUNKS = 10_000
     settings.VECTOR_SEARCH_MAX_SCAN_TUPLES = 20_000
+    settings.VECTOR_SEARCH_SIGNS_MAX_CHUNKS = 0
     statement = nearest_statement(scope, VECTOR, 40, [(100_000.0, "0.8.1")])
     sql, params = index_scan(VECTOR, 40, where).query.sql_with_params()
     assert f" WHERE {scope_sql} ORDER BY" in sql and list(params)[1:] == scope_params
@@ -66,6 +68,7 @@ def test_pgvector_0_8_scans_iteratively_with_the_scope_in_the_scan(settings, sco
 def test_pgvector_0_8_exact_as_before_where_the_share_is_small_or_when_turned_off(settings):
     settings.VECTOR_SEARCH_EXACT_MAX_CHUNKS = 1_000
     settings.VECTOR_SEARCH_MAX_SCAN_TUPLES = 20_000
+    settings.VECTOR_SEARCH_SIGNS_MAX_CHUNKS = 0
     assert nearest_statement(Scope(["vs_1"], [3], 5_000), VECTOR, 40,  # 1,200 neighbours
                              [(100_000.0, "0.8.1")]) is None
     assert nearest_statement(Scope(["vs_1"], [3], 6_000), VECTOR, 40,  # 1,000
@@ -80,6 +83,7 @@ def test_pgvector_0_8_exact_as_before_where_the_share_is_small_or_when_turned_of
 def test_the_iterative_statements_query_runs_on_the_hnsw_index(alice, settings):  # noqa: F811
     store_id = ingested_store(alice)
     settings.VECTOR_SEARCH_EXACT_MAX_CHUNKS = 0
+    settings.VECTOR_SEARCH_SIGNS_MAX_CHUNKS = 0
     animals = list(VectorStoreFile.objects.filter(store_id=store_id, attributes__kind="animal")
                    .values_list("pk", flat=True))
     statement = nearest_statement(Scope([store_id], animals, 2), VECTOR, 40,

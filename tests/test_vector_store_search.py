@@ -1,6 +1,8 @@
 """Ingestion and search on the real database: pgvector's HNSW index and Postgres full text,
 with the fake upstream's deterministic embeddings (a hashed bag of words), on a fixed
 corpus. Exact rankings, exact filters, tenancy, bad input, and a failing file alone."""
+import time
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
@@ -44,6 +46,12 @@ def ingested_store(tenant, corpus=CORPUS):
                                                          "attributes": attributes})
     for row in VectorStoreFile.objects.filter(store_id=store["id"]).order_by("pk"):
         ingest(row.pk)
+    # with committed rows (transactional tests) the service's embedded ingestion threads
+    # may have claimed a file first: ingest() then returns at once, the file in progress
+    deadline = time.monotonic() + 30
+    while VectorStoreFile.objects.filter(store_id=store["id"], status="in_progress").exists():
+        assert time.monotonic() < deadline, "a file's ingestion did not end"
+        time.sleep(0.01)
     return store["id"]
 
 
@@ -290,11 +298,13 @@ def rankings(tenant, store_id, searches):
 @pytest.mark.django_db(transaction=True)  # committed rows: a second connection sees them
 # (the text ranking is taken by a side thread while the query is embedded, an HTTP call to
 # the fake upstream; were it not taken by then, its caller would run it: the same rows)
-@pytest.mark.parametrize("exact_max", [10_000, 0])  # the exact scan, the HNSW index's path
-def test_the_rankings_at_once_rank_exactly_as_in_turn(stores_settings, exact_max):
+@pytest.mark.parametrize("exact_max, signs_max", [  # the exact scan, the HNSW index's path,
+    (10_000, 30_000), (0, 0), (0, 30_000)])  # a filter's chunks pre-ranked on sign bits
+def test_the_rankings_at_once_rank_exactly_as_in_turn(stores_settings, exact_max, signs_max):
     alice = Tenant.objects.create(name="alice")
     store_id = ingested_store(alice)
     stores_settings.VECTOR_SEARCH_EXACT_MAX_CHUNKS = exact_max
+    stores_settings.VECTOR_SEARCH_SIGNS_MAX_CHUNKS = signs_max
     assert (stores_settings.VECTOR_SEARCH_SIDE_THREADS, side_reads.available()) == (4, True)
     at_once = rankings(alice, store_id, AT_ONCE_SEARCHES)
     stores_settings.VECTOR_SEARCH_SIDE_THREADS = 0

@@ -44,7 +44,7 @@ class ChunkAdmin(ReadOnly):
     list_display = ("id", "store", "store_file", "position", "tokens", "preview")
     list_filter = ("store__tenant",)
     search_fields = ("store__id", "store_file__file__id", "text")
-    exclude = ("embedding", "tsv")
+    exclude = ("embedding", "tsv", "signs")
     list_select_related = ("store", "store_file")
     ordering = ("store", "store_file", "position")
 

@@ -22,6 +22,7 @@ from .chunking import chunk_text
 from .embedding import EmbeddingFailed, embed_texts
 from .extraction import Unreadable, extract_text
 from .models import Chunk, VectorStoreFile
+from .sign_bits import sign_bits
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,8 @@ def _store(row: VectorStoreFile, pieces, vectors) -> str:
         Chunk.objects.bulk_create(
             [Chunk(store_id=row.store_id, store_file=locked, position=position,
                    text=piece.text, tokens=piece.tokens, embedding=vector,
-                   tsv=SearchVector(Value(piece.text), config="english"))
+                   tsv=SearchVector(Value(piece.text), config="english"),
+                   signs=sign_bits(vector))
              for position, (piece, vector) in enumerate(zip(pieces, vectors))],
             batch_size=500)
         locked.status = "completed"

@@ -2,9 +2,11 @@
 (with their ingestion state), file batches, and the chunks ingestion writes.
 
 A chunk keeps its text, its embedding (pgvector, HNSW index with cosine distance) and its
-full-text vector (tsvector, GIN index); its rows are written in the transaction that marks
-its file `completed`, so search never sees a file half ingested. The embedding's dimension
-is EMBEDDING_DIMENSIONS as it was when the table was migrated (migration 0001).
+full-text vector (tsvector, GIN index), and its embedding's sign bits (sign_bits.py: a
+filter's chunks pre-ranked on them by an index-only scan); its rows are written in the
+transaction that marks its file `completed`, so search never sees a file half ingested.
+The embedding's dimension is EMBEDDING_DIMENSIONS as it was when the table was migrated
+(migration 0001).
 """
 from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
@@ -14,6 +16,8 @@ from pgvector.django import HnswIndex, VectorField
 
 from files.models import StoredFile
 from responses_app.models import Tenant
+
+from .sign_bits import SignBitsField
 
 FILE_STATUSES = ("in_progress", "completed", "cancelled", "failed")
 
@@ -95,6 +99,7 @@ class Chunk(models.Model):
     tokens = models.PositiveIntegerField()
     embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS)
     tsv = SearchVectorField(null=True)
+    signs = SignBitsField(null=True)  # sign_bits.sign_bits(embedding)
 
     class Meta:
         db_table = "vector_store_chunks"
@@ -103,6 +108,8 @@ class Chunk(models.Model):
             HnswIndex(name="vector_store_chunks_hnsw", fields=["embedding"], m=16,
                       ef_construction=64, opclasses=["vector_cosine_ops"]),
             GinIndex(fields=["tsv"], name="vector_store_chunks_tsv"),
+            models.Index(fields=["store_file"], include=["id", "signs"],
+                         name="vector_store_chunks_signs"),
         ]
 
     def __str__(self):

@@ -29,6 +29,11 @@ at ef_search 160 the same recall with `eq` but 0.83x its speed). Relaxed order i
 approximate: sorted in Python as above; fewer than `candidates` and the scope is searched
 exactly. The same shares go exactly as before (HNSW_MAX_CANDIDATES).
 
+A filter's scope of more than VECTOR_SEARCH_EXACT_MAX_CHUNKS and at most
+VECTOR_SEARCH_SIGNS_MAX_CHUNKS chunks is ranked by sign_bits.py instead (every chunk of it
+pre-ranked on its embedding's sign bits, the best re-ranked exactly): faster than the HNSW
+walk and nearer the exact ranking on the bench, on every pgvector version.
+
 The scope and the index's path are statements (statements.py), sent with the search's
 other statements in one round trip, and functions reading their rows. The text ranking
 is text_ranking.py's.
@@ -44,6 +49,7 @@ from pgvector.django import CosineDistance
 
 from .filters import NumberSlot, filter_q, filter_shape, slotted_filter
 from .models import Chunk, VectorStoreFile
+from .sign_bits import signs_statement, takes_signs
 from .statements import Shape, Slot, Statement, any_of, int_array, run_together
 
 RRF_K = 60
@@ -154,10 +160,13 @@ def iterative_scans(version: str | None) -> bool:
 
 def nearest_statement(scope: Scope, vector: list[float], candidates: int,
                       table_rows: list[tuple]) -> Statement | None:
-    """The statement of the HNSW index's path (TABLE_ROWS's rows given), or None where the
-    scope is searched exactly."""
+    """The statement of the HNSW index's path (TABLE_ROWS's rows given), or of the
+    pre-ranking on sign bits for a filter's scope of its size (sign_bits.py), or None where
+    the scope is searched exactly."""
     if scope.chunk_count <= settings.VECTOR_SEARCH_EXACT_MAX_CHUNKS:
         return None
+    if takes_signs(scope.narrowed, scope.chunk_count):
+        return signs_statement(scope.file_array, vector, candidates)
     rows, version = table_rows[0] if table_rows else (1.0, None)
     wanted = math.ceil(1.5 * candidates * max(1.0, rows or 1.0) / scope.chunk_count)
     if wanted > HNSW_MAX_CANDIDATES:
@@ -194,9 +203,12 @@ def vector_ranking(scope: Scope, vector: list[float], candidates: int,
                    nearest: list[tuple] | None) -> list[tuple[int, float]]:
     """The `candidates` chunks of the scope nearest the query's vector: (id, distance);
     `nearest` the rows of nearest_statement (None where it was None): fewer than
-    `candidates` and the scope is searched exactly after all."""
+    `candidates` and the scope is searched exactly after all (not after the sign bits'
+    pre-ranking: its re-ranked rows are the ranking, those nearer than orthogonal)."""
     if not scope.chunk_count:
         return []
+    if nearest is not None and takes_signs(scope.narrowed, scope.chunk_count):
+        return nearest
     if nearest is not None and len(nearest) >= candidates:
         # sorted here: an ORDER BY around the index scan was taken as sorted already
         # (incremental sort on the distance) where HNSW's order is only approximate
