@@ -9,11 +9,11 @@ Which item a tool call becomes is `call_kinds`; the items and their events are b
 
 `start()` opens the response, `feed(chunk)` turns one decoded chunk into events, `finish()`
 closes whatever is open and ends the response (`finish("steered")`: incomplete, as a
-WebSocket steer stops it; the run first calls `close_cut_turn()` and gives the usage it
-counted of a turn cut before the upstream reported one, `count_cut_turn`), `fail()` ends
-it as failed, `cancel()`
-closes what is open and leaves the response cancelled (no terminal event exists for that:
-the stream just ends). Events come back
+WebSocket steer stops it), `fail()` ends it as failed, `cancel()` closes what is open and
+leaves the response cancelled (no terminal event exists for that: the stream just ends).
+Before a steered or a cancelled end the run calls `close_cut_turn()` and gives the usage
+it counted of a turn cut before the upstream reported one (`count_cut_turn`). Every end's
+usage is the sum of the run's upstream calls. Events come back
 as dicts without sequence numbers (the EventStamper numbers them, in one place). The
 response object is kept current, so the terminal event carries the full response.
 
@@ -197,7 +197,7 @@ class ResponseTranslator(GatewayToolSteps):
 
     def cancel(self) -> list[dict]:
         events = self._close_all("incomplete")
-        self.response["usage"] = usage_from_chat(self._usage)
+        self.response["usage"] = self._total_usage()
         self.response["status"] = "cancelled"
         return events
 

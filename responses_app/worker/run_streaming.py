@@ -114,7 +114,7 @@ class Streaming:
                 log.info("run %s steered", self.job.id)
                 return await self._steered()
             log.info("run %s cancelled", self.job.id)
-            return Ending("finished", self.translator.cancel())
+            return Ending("finished", await close_cut_turn(self) + self.translator.cancel())
         except RunNotClaimed:
             return Ending("unclaimed")
         except UpstreamRejected as rejected:
