@@ -10,7 +10,9 @@ from .loop import blocking
 
 @dataclass
 class CutTurn:
-    """The upstream call in progress: its chat request, its first output item."""
+    """The upstream call in progress, once the upstream answered it (a call still waiting
+    for a slot, a retry or its answer was not made, or was refused: nothing to count): its
+    chat request, its first output item."""
     body: dict
     first_item: int
 
