@@ -3,6 +3,8 @@ Redis + Postgres) against real MCP servers (the `mcp` package) on 127.0.0.1, wit
 upstream scripting the model's tool calls (`fake-tool-caller`). Every stream goes through
 the SSE framing check, both schema oracles and the invariant checker."""
 import json
+import time
+from datetime import datetime, timezone
 
 import httpx
 import pytest
@@ -402,6 +404,65 @@ def test_cancel_stops_a_tool_call_in_flight(api, demo):
     assert [(item["type"], item.get("status")) for item in output] == [
         ("mcp_list_tools", None), ("mcp_call", "incomplete")]
     assert cancelled["output"] == output
+
+
+def test_a_cancelled_tool_loop_counts_every_upstream_call(production, demo, clean_upstream):
+    """Cancelled during its second upstream call (the answer after the MCP call, held after
+    `Results: `): the response's usage is the first call's reported usage plus the cut
+    call's, counted as a steered call's is (the route's estimate: UTF-8 bytes / 4 of the
+    request as rendered, and of what it generated); the tenant's usage rows and its monthly
+    quota counter are charged exactly that."""
+    import redis
+
+    from tests.deployment_setup import provision
+    from tests.invariants import check_cancelled_stream
+    from tests.test_e2e_durable import EventReader
+    from upstreams.token_counting import render_chat
+
+    [key] = provision(production, {"mcp-cancel-usage": {
+        "keys": 1, "limits": {"monthly_token_budget": 1_000_000}}})["mcp-cancel-usage"]
+    held = f"fake-tool-caller-held-{time.time_ns()}"
+    body = {"model": held, "tools": [mcp_tool(demo)], "background": True, "stream": True,
+            "input": 'call demo__echo {"text": "hi"}'}
+    with httpx.Client(base_url=production.base_url, timeout=30,
+                      headers={"Authorization": f"Bearer {key}"}) as api:
+        with api.stream("POST", "/responses", json=body) as response:
+            reader = EventReader(response)
+            reader.read_until(lambda e: e["type"] == "response.output_text.delta")
+            response_id = reader.events[0]["response"]["id"]
+            cancelled = api.post(f"/responses/{response_id}/cancel").json()
+            events = reader.read_to_end()
+        clean_upstream.release(held)
+        stored = api.get(f"/responses/{response_id}").json()
+        daily = api.get("/usage").json()["data"][-1]["results"]
+    output = check_cancelled_stream(events)
+    assert [(item["type"], item.get("status")) for item in output] == [
+        ("mcp_list_tools", None), ("mcp_call", "completed"), ("message", "incomplete")]
+    assert output[2]["content"][0]["text"] == "Results: "
+    first, second = [r["body"] for r in clean_upstream.requests()]
+    assert second["messages"][-1] == {"role": "tool", "tool_call_id": output[1]["id"],
+                                      "content": "echo: hi"}
+    # the first call reported 12 + 2 (the fake's usage chunk); the cut one reported none
+    cut_input = -(-len(render_chat(second).encode()) // 4)
+    cut_output = -(-len("Results: ") // 4)
+    assert cut_output == 3
+    usage = {"input_tokens": 12 + cut_input,
+             "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+             "output_tokens": 2 + cut_output, "output_tokens_details": {"reasoning_tokens": 0},
+             "total_tokens": 12 + cut_input + 2 + cut_output}
+    assert cancelled["status"] == stored["status"] == "cancelled"
+    assert cancelled["usage"] == stored["usage"] == usage
+    assert [{k: v for k, v in row.items() if k != "object"} for row in daily] == [{
+        "model": held, "num_model_requests": 1, "input_tokens": usage["input_tokens"],
+        "input_cached_tokens": 0, "output_tokens": usage["output_tokens"],
+        "output_reasoning_tokens": 0}]
+    tenant_id = int(production.manage("shell", "-c", (
+        "from responses_app.models import Tenant; "
+        "print(Tenant.objects.get(name='mcp-cancel-usage').id)")).split()[-1])
+    month = datetime.now(timezone.utc).strftime("%Y%m")
+    quota = redis.Redis.from_url(production.env["REDIS_URL"]).get(
+        f"gw:quota:{tenant_id}:{month}")
+    assert int(quota) == usage["total_tokens"]
 
 
 def test_a_chain_lists_the_tools_once(api, demo):

@@ -233,6 +233,46 @@ def test_a_run_that_finds_no_free_slot_in_time_gets_a_503(client, narrow_upstrea
         assert first.result().json()["status"] == "completed"
 
 
+def test_a_run_cancelled_while_it_waits_for_a_slot_used_no_tokens(client, narrow_upstream):
+    """Cancelled before its upstream call was made (waiting for the route's only free slots,
+    after its MCP listing): nothing was spent, so its usage is null and nothing is charged
+    (a cut call is counted only once the upstream answered it)."""
+    from tests.invariants import check_cancelled_stream
+    from tests.mcp_server import McpTestServer
+    from tests.test_e2e_durable import EventReader
+
+    held = f"bench-4-1-held1-slots{time.time_ns()}"
+
+    def hold_a_slot(i):
+        return client.post("/responses", json={"model": held, "input": f"hold {i}"})
+
+    demo = McpTestServer("demo").start()
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        holders = [pool.submit(hold_a_slot, i) for i in range(2)]
+        deadline = time.monotonic() + 10
+        while narrow_upstream.stats()["in_flight"] < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert narrow_upstream.stats()["in_flight"] == 2
+        body = {"model": held, "background": True, "stream": True, "input": "third",
+                "tools": [{"type": "mcp", "server_label": "demo", "server_url": demo.url,
+                           "require_approval": "never"}]}
+        with client.stream("POST", "/responses", json=body) as response:
+            reader = EventReader(response)
+            reader.read_until(lambda e: e["type"] == "response.output_item.done")
+            response_id = reader.events[0]["response"]["id"]
+            cancelled = client.post(f"/responses/{response_id}/cancel").json()
+            events = reader.read_to_end()
+        narrow_upstream.release(held)
+        assert [h.result().json()["status"] for h in holders] == ["completed"] * 2
+    demo.stop()
+    assert [item["type"] for item in check_cancelled_stream(events)] == ["mcp_list_tools"]
+    assert cancelled["status"] == "cancelled"
+    assert cancelled["usage"] is None
+    assert client.get(f"/responses/{response_id}").json()["usage"] is None
+    assert sorted(r["body"]["messages"][-1]["content"]
+                  for r in requests_for(narrow_upstream, held)) == ["hold 0", "hold 1"]
+
+
 def test_route_keys_are_stored_encrypted(routed):
     with psycopg.connect(routed.env["DATABASE_URL"]) as conn:
         rows = dict(conn.execute(

@@ -292,3 +292,41 @@ def test_a_steer_waits_for_the_clients_tool_output(ws, clean_upstream, server_ev
         {"role": "user", "content": "then stop"}]  # after the call's result it needs
     assert len(clean_upstream.requests()) == 2  # no automatic successor
     assert clean_upstream.stats()["disconnects"] == 0
+
+
+def test_a_steer_during_a_tool_call_counts_the_calls_made(ws, api, clean_upstream):
+    """Steered while its MCP call runs (no upstream call in flight): the response ends
+    `incomplete` (`steered`) and its usage is exactly the one upstream call it made, as the
+    upstream reported it (12 + 2, the fake's usage chunk): nothing cut, nothing counted."""
+    from tests.mcp_server import McpTestServer
+
+    demo = McpTestServer("demo").start()
+    try:
+        tools = [{"type": "mcp", "server_label": "demo", "server_url": demo.url,
+                  "require_approval": "never"}]
+        send(ws, model="fake-tool-caller", tools=tools, input='call demo__sleep {"seconds": 30}')
+        target = {}
+
+        def steer_in_the_tool_call(frame):
+            if frame["type"] == "response.created":
+                target.setdefault("id", frame["response"]["id"])
+            if frame["type"] == "response.mcp_call_arguments.done":
+                wait_for(lambda: demo.stats["sleeping"] == 1, "the tool call to start")
+                steer(ws, target["id"], "never mind")
+
+        responses, steers = read_until(ws, lambda done: len(done) == 2, steer_in_the_tool_call)
+    finally:
+        demo.stop()
+    assert [e["type"] for e in steers] == ["response.steer.accepted"]
+    first, successor = checked(responses[0]), checked(responses[1])
+    assert (first["status"], first["incomplete_details"]) == ("incomplete",
+                                                              {"reason": "steered"})
+    assert [(item["type"], item.get("status")) for item in first["output"]] == [
+        ("mcp_list_tools", None), ("mcp_call", "incomplete")]
+    assert len(clean_upstream.requests()) == 2  # the first's one call, the successor's
+    usage = {"input_tokens": 12,
+             "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+             "output_tokens": 2, "output_tokens_details": {"reasoning_tokens": 0},
+             "total_tokens": 14}
+    assert first["usage"] == api.get(f"/responses/{target['id']}").json()["usage"] == usage
+    assert successor["output"][-1]["content"][0]["text"] == "No tools."

@@ -90,3 +90,48 @@ def test_a_failure_with_a_call_in_flight_closes_it_incomplete():
     assert events[-2]["type"] == "response.output_item.done"
     assert final["output"][0]["status"] == "incomplete"
     assert final["status"] == "failed"
+
+
+def test_a_cancel_counts_every_turn_and_the_cut_one():
+    """Cancelled in its second turn (the answer streaming, no usage reported yet): the
+    response's usage is the first turn's plus what the run counted of the cut one, as a
+    finish or a failure sums every turn."""
+    t = translator()
+    t.start()
+    for chunk in turn('call demo__echo {"text": "hi"}'):
+        t.feed(chunk)
+    _, to_run = t.end_turn()
+    t.mcp_call_done(to_run[0], output="echo: hi")
+    answer = scenario_for("fake-tool-caller", {"messages": [
+        {"role": "tool", "content": "echo: hi"}]}).chunks
+    for chunk in answer[:2]:  # the role, then "Results: "
+        t.feed(chunk)
+    closing, usage_missing = t.close_cut_turn()
+    assert usage_missing is True
+    assert [e["type"] for e in closing] == [
+        "response.output_text.done", "response.content_part.done", "response.output_item.done"]
+    t.count_cut_turn({"prompt_tokens": 30, "completion_tokens": 3})
+    assert t.cancel() == []  # closed already
+    assert t.response["status"] == "cancelled"
+    assert t.response["usage"] == {
+        "input_tokens": 12 + 30, "input_tokens_details": {"cached_tokens": 0,
+                                                          "cache_write_tokens": 0},
+        "output_tokens": 2 + 3, "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 47}
+
+
+def test_a_cancel_between_turns_counts_the_turns_done():
+    """Cancelled while its MCP call runs (no upstream call in flight): the first turn's
+    reported usage, not None (a cancel used to report only the turn in flight)."""
+    t = translator()
+    t.start()
+    for chunk in turn('call demo__echo {"text": "hi"}'):
+        t.feed(chunk)
+    t.end_turn()
+    assert [(e["type"], e["item"]["status"]) for e in t.cancel()] == [
+        ("response.output_item.done", "incomplete")]
+    assert t.response["usage"] == {
+        "input_tokens": 12, "input_tokens_details": {"cached_tokens": 0,
+                                                     "cache_write_tokens": 0},
+        "output_tokens": 2, "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 14}

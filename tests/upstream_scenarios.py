@@ -20,6 +20,9 @@ Dynamic model names handled by :func:`scenario_for`:
   ``No tools.``;
 * ``fake-citing-caller`` -- ``fake-tool-caller``, but after tool results answers
   ``Found it [1], and more [2].`` (in two pieces): an answer citing hosted tool results;
+* ``fake-tool-caller-held-<tag>`` -- ``fake-tool-caller``, but its answer after tool results
+  is held after its first two chunks (the role, then ``Results: ``) until the test releases
+  that model name: a tool loop's second upstream call, in flight;
 * ``fake-tool-loop-<n>``  -- an agent loop of ``n`` tool calls: while the conversation holds fewer
   than ``n`` tool results, calls ``step`` with ``{"step": <results + 1>}`` (call id
   ``call_step_<results + 1>``); then answers ``Done after <n> steps.``;
@@ -235,6 +238,7 @@ def flaky_failure(model: str) -> tuple[Scenario, int] | None:
 _SLOW = re.compile(r"fake-slow-(\d+)")
 _COUNT = re.compile(r"Count from 1 to (\d+)")
 _TOOL_LOOP = re.compile(r"fake-tool-loop-(\d+)(-held-.*)?")
+_CALLER_HELD = re.compile(r"fake-tool-caller-held-.*")
 
 
 def _tool_loop(model: str, steps: int, messages: list[dict]) -> Scenario:
@@ -307,6 +311,11 @@ def scenario_for(model: str, request_body: dict) -> Scenario:
         return _tool_caller(model, request_body.get("messages", []))
     if model == "fake-sequential-caller":
         return _sequential_caller(model, request_body)
+    if _CALLER_HELD.fullmatch(model or ""):
+        messages = request_body.get("messages", [])
+        answering = bool(messages) and messages[-1].get("role") == "tool"
+        caller = _tool_caller(model, messages)
+        return replace(caller, hold_after=2) if answering else caller
     if m := _BENCH.fullmatch(model or ""):
         return _bench(model, int(m[1]), int(m[2]))
     if m := _HELD.fullmatch(model or ""):
@@ -323,7 +332,8 @@ def is_cacheable(model: str) -> bool:
     """True when ``scenario_for(model, ...)`` does not depend on the request body."""
     return (model not in ("fake-echo", "fake-tool-caller", "fake-citing-caller",
                           "fake-sequential-caller")
-            and not _TOOL_LOOP.fullmatch(model or ""))
+            and not _TOOL_LOOP.fullmatch(model or "")
+            and not _CALLER_HELD.fullmatch(model or ""))
 
 
 # --------------------------------------------------------------------------- accumulation

@@ -19,7 +19,6 @@ class CompactingTranslator(ResponseTranslator):
         """The item done with its sealed summary; the summary call's tokens count in the
         response's usage."""
         item["encrypted_content"] = sealed
-        if chat_usage:
-            self._turn_usages.append(chat_usage)
+        self._usages.add_call(chat_usage)
         return [{"type": "response.output_item.done",
                  "output_index": self.response["output"].index(item), "item": item}]

@@ -9,22 +9,22 @@ Which item a tool call becomes is `call_kinds`; the items and their events are b
 
 `start()` opens the response, `feed(chunk)` turns one decoded chunk into events, `finish()`
 closes whatever is open and ends the response (`finish("steered")`: incomplete, as a
-WebSocket steer stops it; the run first calls `close_cut_turn()` and gives the usage it
-counted of a turn cut before the upstream reported one, `count_cut_turn`), `fail()` ends
-it as failed, `cancel()`
-closes what is open and leaves the response cancelled (no terminal event exists for that:
-the stream just ends). Events come back
-as dicts without sequence numbers (the EventStamper numbers them, in one place). The
-response object is kept current, so the terminal event carries the full response.
+WebSocket steer stops it), `fail()` ends it as failed, `cancel()` closes what is open and
+leaves the response cancelled (no terminal event exists for that: the stream just ends).
+Before a steered or a cancelled end the run calls `close_cut_turn()` and gives the usage
+it counted of a turn cut before the upstream reported one (`count_cut_turn`). Every end's
+usage is the sum of the run's upstream calls (`call_usages`). Events come back as dicts
+without sequence numbers (the EventStamper numbers them, in one place). The response
+object is kept current, so the terminal event carries the full response.
 
 A response may span several upstream turns (gateway-run MCP and hosted tools): `end_turn()`
 closes the turn's items and hands back the calls to run, the steps of `gateway_tool_steps`
-(inherited) close each with its result, and the next
-turn's chunks are fed to the same translator, so output indexes and items continue. A call
-to an MCP tool becomes an `mcp_call` item (or, when it needs approval, an
-`mcp_approval_request` item); a call to a hosted tool a `web_search_call` or
-`file_search_call` item (`hosted_items`), whose results are numbered for the model to cite
-and found again in the answer's text as annotations (`citations`).
+(inherited) close each with its result, and the next turn's chunks are fed to the same
+translator, so output indexes and items continue. A call to an MCP tool becomes an
+`mcp_call` item (or, when it needs approval, an `mcp_approval_request` item); a call to a
+hosted tool a `web_search_call` or `file_search_call` item (`hosted_items`), whose results
+are numbered for the model to cite and found again in the answer's text as annotations
+(`citations`).
 
 Contract: the events a call returns must be serialized before the next call, because the
 item dicts they point at keep changing until their `output_item.done`.
@@ -33,13 +33,13 @@ import time
 from dataclasses import dataclass, field
 
 from . import call_kinds, mcp_events, text_items, tool_items
+from .call_usages import CallUsages
 from .citations import annotations_for
 from .client_tool_calls import ADDED_WHEN_DONE, CLIENT_TOOL_ITEMS, close_client_tool_call
 from .gateway_tool_steps import HOSTED_ITEM_TYPES, GatewayToolSteps
 from .part_kinds import OUTPUT_TEXT, REASONING_SUMMARY, REASONING_TEXT, REFUSAL
 from .text_items import TextSegment
 from .tool_items import McpToolTarget, ToolCall
-from .usage import sum_chat_usage, usage_from_chat
 
 __all__ = ["McpToolTarget", "ResponseTranslator", "TranslatorOptions"]
 
@@ -77,8 +77,7 @@ class ResponseTranslator(GatewayToolSteps):
         self._segment: TextSegment | None = None
         self._calls: dict[int, ToolCall] = {}
         self._finish_reason: str | None = None
-        self._usage: dict | None = None
-        self._turn_usages: list[dict] = []
+        self._usages = CallUsages()
         # mcp_call and hosted call items whose arguments are done and whose result is awaited
         self._running: dict[str, ToolCall] = {}
         # hosted tool results by the number the model cites them by
@@ -94,9 +93,8 @@ class ResponseTranslator(GatewayToolSteps):
 
     def feed(self, chunk: dict) -> list[dict]:
         events: list[dict] = []
-        usage = chunk.get("usage")
-        if usage:
-            self._usage = usage
+        if chunk.get("usage"):
+            self._usages.reported(chunk["usage"])
         for choice in chunk.get("choices") or ():
             if choice.get("index", 0) != 0:
                 continue
@@ -152,9 +150,7 @@ class ResponseTranslator(GatewayToolSteps):
                 to_run.append(call.item)
         self._calls = {}
         self._finish_reason = None
-        if self._usage:
-            self._turn_usages.append(self._usage)
-            self._usage = None
+        self._usages.turn_ended()
         return events, to_run
 
     @property
@@ -167,7 +163,7 @@ class ResponseTranslator(GatewayToolSteps):
         """The response's end: `incomplete` names why it stops early, if it does."""
         reason = incomplete or FINISH_INCOMPLETE.get(self._finish_reason or "")
         events = self._close_all("incomplete" if reason else "completed")
-        self.response["usage"] = self._total_usage()
+        self.response["usage"] = self._usages.total()
         self.response["completed_at"] = int(self.options.now())
         if reason:
             self.response["status"] = "incomplete"
@@ -181,15 +177,15 @@ class ResponseTranslator(GatewayToolSteps):
     def close_cut_turn(self) -> tuple[list[dict], bool]:
         """A run cut short, before its `finish`: what is open closed as incomplete (its
         items then hold all they streamed), and whether its turn reported no usage."""
-        return self._close_all("incomplete"), self._usage is None
+        return self._close_all("incomplete"), self._usages.current_missing
 
     def count_cut_turn(self, chat_usage: dict) -> None:
         """The usage the run counted of a turn cut before it reported one."""
-        self._usage = chat_usage
+        self._usages.reported(chat_usage)
 
     def fail(self, code: str, message: str) -> list[dict]:
         events = self._close_all("incomplete")
-        self.response["usage"] = self._total_usage()
+        self.response["usage"] = self._usages.total()
         self.response["status"] = "failed"
         self.response["error"] = {"code": code, "message": message}
         events.append({"type": "response.failed", "response": self.response})
@@ -197,7 +193,7 @@ class ResponseTranslator(GatewayToolSteps):
 
     def cancel(self) -> list[dict]:
         events = self._close_all("incomplete")
-        self.response["usage"] = usage_from_chat(self._usage)
+        self.response["usage"] = self._usages.total()
         self.response["status"] = "cancelled"
         return events
 
@@ -271,10 +267,6 @@ class ResponseTranslator(GatewayToolSteps):
         output = self.response["output"]
         output.append(item)
         return len(output) - 1
-
-    def _total_usage(self) -> dict | None:
-        usages = self._turn_usages + ([self._usage] if self._usage else [])
-        return usage_from_chat(sum_chat_usage(usages))
 
     def _close_all(self, status) -> list[dict]:
         events: list[dict] = []

@@ -1,6 +1,7 @@
-"""A steered run's end: the upstream call it cut mid-stream (CutTurn) is counted when the
-upstream reported no usage for it (context.cut_usage: why), so a steered response's usage
-is, as any other's, the tokens of every upstream call of its run."""
+"""A steered or cancelled run's end: the upstream call it cut mid-stream (CutTurn) is
+counted when the upstream reported no usage for it (context.cut_usage: why), so a steered
+or cancelled response's usage is, as any other's, the tokens of every upstream call of
+its run."""
 from dataclasses import dataclass
 
 from ..context.cut_usage import cut_usage
@@ -9,7 +10,9 @@ from .loop import blocking
 
 @dataclass
 class CutTurn:
-    """The upstream call in progress: its chat request, its first output item."""
+    """The upstream call in progress, once the upstream answered it (a call still waiting
+    for a slot, a retry or its answer was not made, or was refused: nothing to count): its
+    chat request, its first output item."""
     body: dict
     first_item: int
 

@@ -114,7 +114,7 @@ class Streaming:
                 log.info("run %s steered", self.job.id)
                 return await self._steered()
             log.info("run %s cancelled", self.job.id)
-            return Ending("finished", self.translator.cancel())
+            return Ending("finished", await close_cut_turn(self) + self.translator.cancel())
         except RunNotClaimed:
             return Ending("unclaimed")
         except UpstreamRejected as rejected:
@@ -195,10 +195,11 @@ class Streaming:
     async def _turn(self, body: dict) -> None:
         """One upstream call, its chunks translated onto the bus (the response's start events
         go first, once the upstream accepted, unless they were sent already)."""
-        self.turn = CutTurn(body, len(self.translator.response["output"]))  # if cut: counted
         with chat_span(self.route.base_url, body) as observer:
             async with open_chat_stream(self.route, body, settings.STREAM_BATCH_MS / 1000,
                                         _retry_policy(), self.placement) as batches:
+                # answered: its tokens are spent from here, cut or not (counted: cut_turn.py)
+                self.turn = CutTurn(body, len(self.translator.response["output"]))
                 self.job.upstream_replica = self.placement.replica
                 if observer is not None:
                     observer.placed(self.placement)
