@@ -13,7 +13,9 @@ benchmark's clients are. Prints this process's CPU (user + system) per chunk and
 response, over the whole run; the upstream's is not counted.
 
 Redis: `TEST_REDIS_URL` (default 127.0.0.1:6379), database `BENCH_REDIS_DB` (default 12),
-flushed first. `--profile FILE` writes a cProfile of the run.
+flushed first. `--profile FILE` writes a cProfile of the run. Also prints how long after
+the upstream sent it a delta's entry was packed for Redis (p50, p99, max): the latency side
+of whatever the loop gathers (the flush tick; issue 31's round 3 measured a loop tick).
 """
 import argparse
 import asyncio
@@ -47,7 +49,6 @@ async def _one(index: int, upstream: str, pacing: int, delay: float, counts: lis
     from responses_app.translation.state_machine import TranslatorOptions
     from responses_app.worker.run_streaming import Streaming
     from responses_app.worker.chunk_batches import ChunkBatches
-    from responses_app.worker import loop_tick
     from responses_app.worker.upstream import http_client
 
     await asyncio.sleep(delay)
@@ -68,8 +69,7 @@ async def _one(index: int, upstream: str, pacing: int, delay: float, counts: lis
         {"content-type": "application/json", "accept": "text/event-stream",
          "accept-encoding": "identity"}, connect_timeout=5, idle_timeout=30)
     try:
-        with loop_tick.running():  # as run.py's run_response: the loop's tick sees the run
-            await run._translated(ChunkBatches(response, settings.STREAM_BATCH_MS / 1000))
+        await run._translated(ChunkBatches(response, settings.STREAM_BATCH_MS / 1000))
     finally:
         response.release()
     closing = run.translator.finish()
@@ -103,8 +103,9 @@ _DELTA = re.compile(rb'"delta":"w(\d+) "')
 
 def _lags(pacing: int) -> list:
     """Each written entry's lag: when its flush to Redis was packed, less when the upstream
-    sent its first delta (chunk k, of text `wk `, is due `k * pacing` after the request;
-    bench/upstream.py keeps that schedule); the bus's packing is wrapped to see it."""
+    sent the entry's first delta (chunk k, of text `wk `, is due `k * pacing` after the
+    request: bench/upstream.py keeps that schedule); the bus's packing is wrapped to see
+    it."""
     from responses_app.bus import redis_append
 
     lags, packed = [], redis_append.packed_flush
@@ -130,26 +131,12 @@ def _quantiles(values: list) -> str:
     return f"p50 {at(0.5):.1f}, p99 {at(0.99):.1f}, max {values[-1] * 1000:.1f} ms"
 
 
-def _loop_tick(loop, tick_ms):
-    """The run loop's tick, as the worker's run_loop() starts it (the setting, or
-    `tick_ms`); None when it is off."""
-    from django.conf import settings
-
-    from responses_app.worker.loop import loop_tick
-
-    if tick_ms is not None:
-        settings.WORKER_LOOP_TICK_MS = tick_ms
-    return loop_tick(loop)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", type=int, default=150)
     parser.add_argument("--responses", type=int, default=300)
     parser.add_argument("--pacing", type=int, default=50)
     parser.add_argument("--profile", default="")
-    parser.add_argument("--loop-tick", type=float, default=None,
-                        help="WORKER_LOOP_TICK_MS for this run (default: the setting's)")
     args = parser.parse_args()
     url = _setup()
     import redis
@@ -162,7 +149,6 @@ def main() -> None:
         from responses_app.worker.loop import new_event_loop
 
         loop = new_event_loop()
-        tick = _loop_tick(loop, args.loop_tick)
         lags = _lags(args.pacing)
         profile = None
         if args.profile:
@@ -179,8 +165,6 @@ def main() -> None:
         upstream.wait()
     chunks = responses * 200
     print(f"a delta's entry packed for Redis after the upstream sent it: {_quantiles(lags)}")
-    if tick is not None:
-        print(f"loop tick {tick.tick * 1000:g} ms: {tick.sleeps} ticks slept out")
     print(f"{responses} responses, {events} events, {wall:.1f} s: CPU {cpu * 1000:.0f} ms, "
           f"{cpu / chunks * 1e6:.1f} us per chunk, {cpu / responses * 1000:.2f} ms per "
           f"response; load average {os.getloadavg()[0]:.1f}")

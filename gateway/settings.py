@@ -193,12 +193,6 @@ STREAM_FLUSH_INTERVAL_MS = env.float("STREAM_FLUSH_INTERVAL_MS", default=20.0)
 # written meanwhile go in the next flush (one script call, one wake-up of each web reader),
 # each waiting at most this long; 0 sends an entry that finds nothing in flight at once.
 STREAM_FLUSH_TICK_MS = env.float("STREAM_FLUSH_TICK_MS", default=10.0)
-# While at least WORKER_LOOP_TICK_STREAMS runs stream on a worker process's run loop and
-# none is starting or ending, the loop looks at its sockets at most once per
-# WORKER_LOOP_TICK_MS (its thread sleeps out the rest of the tick): one wake-up serves many
-# streams' chunks. A chunk that arrives meanwhile waits up to the tick; 0: off.
-WORKER_LOOP_TICK_MS = env.float("WORKER_LOOP_TICK_MS", default=10.0)
-WORKER_LOOP_TICK_STREAMS = env.int("WORKER_LOOP_TICK_STREAMS", default=32)
 # The longest a run may take end to end.
 RUN_DEADLINE_SECONDS = env.int("RUN_DEADLINE_SECONDS", default=3600)
 # POST /cancel waits this long for a running response to stop and store what it produced.

@@ -27,9 +27,6 @@ class MemoryEventBus:
         self._lock = threading.Lock()
 
     # --- writing (the run's loop) --------------------------------------------------------------
-    def loop_ticking(self, loop, ticking: bool) -> None:
-        """Nothing to gather: an in-process log's writes cost no round trip."""
-
     def writer(self, response_id: str) -> "MemoryLogWriter":
         return MemoryLogWriter(self, response_id)
 

@@ -44,7 +44,6 @@ class RedisEventBus:
         self.read_coalesce = read_coalesce
         self._writers: dict = {}  # event loop -> StreamWriter
         self._hubs: dict = {}     # event loop -> ReadHub
-        self._ticking: set = set()  # event loops whose tick gathers their writes (loop_ticking)
 
     async def aclose(self) -> None:
         """Close the running loop's connections (a loop about to end; the web's and the
@@ -78,20 +77,7 @@ class RedisEventBus:
         shared = self._writers.get(loop)
         if shared is None:
             shared = self._writers[loop] = StreamWriter(self)
-            shared.ticking = loop in self._ticking
         return RedisLogWriter(shared, response_id)
-
-    def loop_ticking(self, loop: asyncio.AbstractEventLoop, ticking: bool) -> None:
-        """Whether `loop`'s tick gathers its runs' writes now (worker/loop_tick.py): while
-        it does, the loop's writer sends each of its polls' entries at once, in one flush,
-        instead of gathering them itself (its flush tick and interval)."""
-        if ticking:
-            self._ticking.add(loop)
-        else:
-            self._ticking.discard(loop)
-        writer = self._writers.get(loop)
-        if writer is not None:
-            writer.ticking = ticking
 
     # --- deleting (any thread, sync) -----------------------------------------------------------
     def delete(self, *response_ids: str) -> None:

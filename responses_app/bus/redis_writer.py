@@ -8,10 +8,7 @@ less than `flush_tick` ago (STREAM_FLUSH_TICK_MS): it then waits for the rest of
 with whatever other runs write meanwhile (issue 31: fewer flushes, Redis script calls and
 wake-ups of the web readers at hundreds of paced streams; bench/README.md). Urgent entries
 (the end, whose writer waits for it) and soon ones (the first text, whose writer goes on)
-go at once. While the loop's tick gathers the writes (worker/loop_tick.py: the loop
-polls its sockets once per tick), every entry goes at once (or right after the flush in
-flight), so each poll's entries make
-one flush. Against a
+go at once. Against a
 pipeline per write under a lock: first-delta append p50 223 -> 6 ms at c=100 (2026-11-22,
 d3ec5ef; docs/architecture.md's ledger).
 """
@@ -76,13 +73,12 @@ class StreamWriter:
         self.due = False       # flush the pending entries without waiting for the timer
         self.timer: asyncio.TimerHandle | None = None
         self.flushed_at = 0.0  # loop time of the last flush's start
-        self.ticking = False  # the loop's tick gathers the writes (RedisEventBus.loop_ticking)
         self.loop = asyncio.get_running_loop()
 
     def put(self, key: str, entry: Entry, soon: bool = False) -> None:
         """Append an entry whose writer does not wait for it (not urgent)."""
         self._pend(key, entry)
-        if soon or self.ticking:  # ticking: the rest of this poll's entries join it
+        if soon:
             self._flush_due()
         elif self.timer is None and not self.flushing:  # nothing pending or in flight
             wait = self.flushed_at + self.bus.flush_tick - self.loop.time()

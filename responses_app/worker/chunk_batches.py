@@ -9,7 +9,6 @@ import asyncio
 import orjson
 
 from ..create.nul import may_hold_nul, without_nul
-from . import loop_tick
 from .http_stream import StreamedResponse
 
 
@@ -78,8 +77,7 @@ class ChunkBatches:
             return self.done
 
         try:
-            with loop_tick.pushing():  # the run's steady state: its loop may tick
-                await self.response.deliver(read, self.read_interval)
+            await self.response.deliver(read, self.read_interval)
         except (asyncio.TimeoutError, ConnectionError) as exc:
             raise _read_failure(exc) from None
         if failures:

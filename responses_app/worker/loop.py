@@ -19,9 +19,6 @@ from django.conf import settings
 
 from responses_app.db_threads import on_pooled_connection
 
-from ..bus import event_bus
-from .loop_tick import LoopTick
-
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
 
@@ -31,7 +28,6 @@ def run_loop() -> asyncio.AbstractEventLoop:
     with _lock:
         if _loop is None or _loop.is_closed():
             _loop = new_event_loop()
-            loop_tick(_loop)
             thread = threading.Thread(target=_loop.run_forever, name="run-loop", daemon=True)
             thread.start()
         return _loop
@@ -44,17 +40,6 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
     except ImportError:
         return asyncio.new_event_loop()
     return uvloop.new_event_loop()
-
-
-def loop_tick(loop: asyncio.AbstractEventLoop) -> LoopTick | None:
-    """Start `loop`'s tick (loop_tick.py) as the settings say: None when it is off."""
-    if settings.WORKER_LOOP_TICK_MS <= 0:
-        return None
-    bus = event_bus()
-    tick = LoopTick(loop, settings.WORKER_LOOP_TICK_MS / 1000, settings.WORKER_LOOP_TICK_STREAMS,
-                    lambda ticking: bus.loop_ticking(loop, ticking))
-    tick.start()
-    return tick
 
 
 def run(coroutine):

@@ -30,7 +30,7 @@ from mcp_tools.run_plan import mcp_run_plan
 from .. import lifecycle
 from ..bus.entries import failure_entry, stamped_entry
 from ..delivery.jobs import MESSAGE_KINDS, Job, run_of_kind
-from . import loop, loop_tick
+from . import loop
 from ..delivery.heartbeat import worker_id
 from .loop import blocking
 from .run_claim import Claim
@@ -53,12 +53,6 @@ async def run_response(response_id: str, carried: Job | None = None,
     foreground run that reads nothing stored: no history, no MCP tools). `settled(True)` is
     called once its claim is won or lost, `settled(False)` if the claim failed (the run
     queue's acknowledgement)."""
-    with loop_tick.running():  # the loop stays awake while it starts and ends
-        await _run(response_id, carried, settled)
-
-
-async def _run(response_id: str, carried: Job | None,
-               settled: Callable[[bool], None] | None) -> None:
     kind = getattr(carried, "kind", None)
     if kind in MESSAGE_KINDS:  # another kind of run (a chat completion's: no row to claim)
         return await run_of_kind(kind)(carried, settled)
