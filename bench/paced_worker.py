@@ -13,11 +13,14 @@ benchmark's clients are. Prints this process's CPU (user + system) per chunk and
 response, over the whole run; the upstream's is not counted.
 
 Redis: `TEST_REDIS_URL` (default 127.0.0.1:6379), database `BENCH_REDIS_DB` (default 12),
-flushed first. `--profile FILE` writes a cProfile of the run.
+flushed first. `--profile FILE` writes a cProfile of the run. Also prints how long after
+the upstream sent it a delta's entry was packed for Redis (p50, p99, max): the latency side
+of whatever the loop gathers (the flush tick; issue 31's round 3 measured a loop tick).
 """
 import argparse
 import asyncio
 import os
+import re
 import subprocess
 import sys
 import time
@@ -58,6 +61,7 @@ async def _one(index: int, upstream: str, pacing: int, delay: float, counts: lis
     run.stamper = EventStamper()
     run.first_delta_at = None
     run.stopped = None
+    _SENT_AT[run.writer.key] = time.monotonic()  # the upstream starts its schedule on receipt
     body = (b'{"model":"bench-200-%d","messages":[{"role":"user","content":"hi"}],'
             b'"stream":true,"stream_options":{"include_usage":true}}' % pacing)
     response = await http_client().post(
@@ -93,6 +97,40 @@ async def _main(args, upstream: str) -> tuple[float, float, list]:
     return cpu, wall, counts
 
 
+_SENT_AT: dict = {}  # stream key -> when its request was sent
+_DELTA = re.compile(rb'"delta":"w(\d+) "')
+
+
+def _lags(pacing: int) -> list:
+    """Each written entry's lag: when its flush to Redis was packed, less when the upstream
+    sent the entry's first delta (chunk k, of text `wk `, is due `k * pacing` after the
+    request: bench/upstream.py keeps that schedule); the bus's packing is wrapped to see
+    it."""
+    from responses_app.bus import redis_append
+
+    lags, packed = [], redis_append.packed_flush
+
+    def packed_flush(batch, *args):
+        now = time.monotonic()
+        for key, entry in batch.items():
+            sent_at = _SENT_AT.get(key)
+            for event in entry.events if sent_at is not None else ():
+                found = _DELTA.search(event)
+                if found:
+                    lags.append(now - sent_at - int(found.group(1)) * pacing / 1000)
+                    break
+        return packed(batch, *args)
+
+    redis_append.packed_flush = packed_flush
+    return lags
+
+
+def _quantiles(values: list) -> str:
+    values = sorted(values)
+    at = lambda share: values[min(len(values) - 1, int(share * len(values)))] * 1000  # noqa: E731
+    return f"p50 {at(0.5):.1f}, p99 {at(0.99):.1f}, max {values[-1] * 1000:.1f} ms"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", type=int, default=150)
@@ -111,6 +149,7 @@ def main() -> None:
         from responses_app.worker.loop import new_event_loop
 
         loop = new_event_loop()
+        lags = _lags(args.pacing)
         profile = None
         if args.profile:
             import cProfile
@@ -125,6 +164,7 @@ def main() -> None:
         upstream.terminate()
         upstream.wait()
     chunks = responses * 200
+    print(f"a delta's entry packed for Redis after the upstream sent it: {_quantiles(lags)}")
     print(f"{responses} responses, {events} events, {wall:.1f} s: CPU {cpu * 1000:.0f} ms, "
           f"{cpu / chunks * 1e6:.1f} us per chunk, {cpu / responses * 1000:.2f} ms per "
           f"response; load average {os.getloadavg()[0]:.1f}")
