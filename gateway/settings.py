@@ -281,6 +281,11 @@ LOGGING = logging_config(level=env.str("LOG_LEVEL", default="INFO"),
 CELERY_BEAT_SCHEDULE["requeue-stalled-ingestion"] = {
     "task": "vector_stores.requeue_stalled_ingestion", "schedule": 60.0,
     "options": {"expires": 60.0}}
+# The chunks stored before their sign bits' column (vector_stores/sign_backfill.py): a run
+# signs batches for up to 45 s; once none is left, a probe of an empty index.
+CELERY_BEAT_SCHEDULE["sign-unsigned-chunks"] = {
+    "task": "vector_stores.sign_unsigned_chunks", "schedule": 60.0,
+    "options": {"expires": 60.0}}
 
 CSRF_FAILURE_VIEW = "responses_app.api.views.csrf_failure"
 

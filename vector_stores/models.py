@@ -99,7 +99,7 @@ class Chunk(models.Model):
     tokens = models.PositiveIntegerField()
     embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS)
     tsv = SearchVectorField(null=True)
-    signs = SignBitsField(null=True)  # sign_bits.sign_bits(embedding)
+    signs = SignBitsField(null=True)  # sign_bits.sign_bits(embedding); NULL: not yet backfilled
 
     class Meta:
         db_table = "vector_store_chunks"
@@ -110,6 +110,8 @@ class Chunk(models.Model):
             GinIndex(fields=["tsv"], name="vector_store_chunks_tsv"),
             models.Index(fields=["store_file"], include=["id", "signs"],
                          name="vector_store_chunks_signs"),
+            models.Index(fields=["store_file", "id"], condition=models.Q(signs__isnull=True),
+                         name="vector_store_chunks_unsigned"),  # sign_backfill.py
         ]
 
     def __str__(self):

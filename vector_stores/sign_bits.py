@@ -2,9 +2,10 @@
 the HNSW index's walk.
 
 Each chunk keeps its embedding's sign bits (`signs`: bit i is 1 where coordinate i > 0;
-written at ingestion, backfilled by migration 0002), read by an index-only scan of
-`vector_store_chunks_signs` (store_file_id INCLUDE id, signs: ~70 bytes a chunk at 256
-dimensions, 7.5 MB for 100,000). A filter's chunks are all pre-ranked on them, then the best
+written at ingestion; the chunks stored before migration 0002 are signed by
+sign_backfill.py's periodic task, and re-ranked exactly until then), read by an index-only
+scan of `vector_store_chunks_signs` (store_file_id INCLUDE id, signs: ~70 bytes a chunk at
+256 dimensions, 7.5 MB for 100,000). A filter's chunks are all pre-ranked on them, then the best
 RERANK_FACTOR x candidates re-ranked by their exact cosine distance (rows by primary key):
 
 - the pre-ranking is the chunk's signs' *weighted* agreement with the query's (asymmetric:
@@ -50,8 +51,8 @@ class SignBitsField(models.Field):
 
 def sign_bits(vector: list[float]) -> str:
     """An embedding's sign bits as `bit varying` reads them: '1' where a coordinate is > 0
-    (pgvector's binary_quantize, which 0.6.2 lacks; migration 0002 computes the same in
-    SQL)."""
+    (pgvector's binary_quantize, which 0.6.2 lacks; sign_backfill.SIGNS_SQL computes the
+    same in SQL)."""
     return "".join("1" if value > 0 else "0" for value in vector)
 
 
@@ -78,19 +79,24 @@ def signs_statement(file_array: str, vector: list[float], candidates: int) -> St
     """The statement of the `candidates` chunks of the files (`file_array`, an int array
     literal) nearest the query: every chunk of the files pre-ranked on its sign bits, the
     best RERANK_FACTOR x candidates by exact cosine distance, nearest first (ties by id, as
-    the exact ranking orders them); a chunk orthogonal to the query or further left out."""
+    the exact ranking orders them); a chunk orthogonal to the query or further left out.
+    The files' chunks not yet signed (NULL: stored before the column, until
+    sign_backfill.py signs them) are re-ranked exactly with them, never missed: read from
+    the partial index of the unsigned chunks, empty once the backfill is done."""
     terms = score_terms(vector)
     score = " + ".join(f"{weight} * bit_count(signs & %s::bit varying)" for weight, _ in terms)
     order = f"{score or '0'} DESC NULLS LAST, id"
     text = Vector(vector).to_text()
     return Statement(
-        f"WITH near AS MATERIALIZED (SELECT id FROM {TABLE} "
+        f"WITH near AS MATERIALIZED ((SELECT id FROM {TABLE} "
         f"WHERE store_file_id = ANY(%s::bigint[]) ORDER BY {order} LIMIT %s) "
+        f"UNION ALL (SELECT id FROM {TABLE} "
+        f"WHERE store_file_id = ANY(%s::bigint[]) AND signs IS NULL)) "
         f"SELECT c.id, c.embedding <=> %s::vector AS distance FROM {TABLE} AS c "
         f"WHERE c.id IN (SELECT id FROM near) AND (c.embedding <=> %s::vector) < %s "
         f"ORDER BY distance, c.id LIMIT %s",
-        [file_array, *(mask for _, mask in terms), RERANK_FACTOR * candidates, text, text,
-         1.0, candidates])
+        [file_array, *(mask for _, mask in terms), RERANK_FACTOR * candidates, file_array,
+         text, text, 1.0, candidates])
 
 
 def takes_signs(narrowed: bool, chunk_count: int) -> bool:

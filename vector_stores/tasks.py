@@ -1,5 +1,6 @@
-"""Celery tasks of the vector stores: ingesting one store file (by its id only), and the
-periodic re-sending of stalled ingestions.
+"""Celery tasks of the vector stores: ingesting one store file (by its id only), the
+periodic re-sending of stalled ingestions, and the periodic signing of the chunks an
+upgrade left without sign bits (sign_backfill.py).
 
 Database and storage errors give the claim back and retry with backoff (INGEST_RETRIES
 times), then fail the file with `server_error`; what the file itself or the embedding
@@ -10,11 +11,13 @@ from celery import shared_task
 from django.db import DatabaseError
 
 from .ingestion import fail, ingest, stalled_files
+from .sign_backfill import BATCH, SECONDS, sign_unsigned
 
 log = logging.getLogger(__name__)
 
 INGEST_TASK = "vector_stores.ingest_file"
 REQUEUE_TASK = "vector_stores.requeue_stalled_ingestion"
+SIGN_TASK = "vector_stores.sign_unsigned_chunks"
 INGEST_RETRIES = 3
 RETRIED = (DatabaseError, OSError)
 
@@ -41,6 +44,16 @@ def requeue_stalled_ingestion() -> int:
     if stalled:
         log.warning("re-sent the ingestion of %d stalled vector store files", len(stalled))
     return len(stalled)
+
+
+@shared_task(name=SIGN_TASK, ignore_result=True)
+def sign_unsigned_chunks(batch_size: int = BATCH, seconds: float = SECONDS) -> int:
+    """Sign the chunks stored without sign bits, in batches of `batch_size` (periodic,
+    `celery beat`; once they are all signed, a probe of an empty index)."""
+    signed = sign_unsigned(batch_size, seconds)
+    if signed:
+        log.info("signed %d vector store chunks stored without sign bits", signed)
+    return signed
 
 
 def ingest_in_process(store_file_id: int) -> str:

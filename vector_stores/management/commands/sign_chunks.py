@@ -1,0 +1,15 @@
+"""`manage.py sign_chunks`: sign now the chunks an upgrade left without sign bits (what the
+periodic beat task does 45 s at a time), e.g. in the embedded mode, which runs no beat."""
+from django.core.management.base import BaseCommand
+
+from vector_stores.sign_backfill import BATCH, sign_unsigned
+
+
+class Command(BaseCommand):
+    help = "Write the sign bits of the vector store chunks stored without them, in batches."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--batch-size", type=int, default=BATCH)
+
+    def handle(self, *args, batch_size, **options):
+        self.stdout.write(f"{sign_unsigned(batch_size, float('inf'))} chunks signed")
