@@ -1,10 +1,13 @@
 """Setting a test deployment up: tenants, API keys and limit overrides made in one
 `manage.py shell` call (a process per tenant would cost seconds each), and waiting until
-its /readyz says a worker is there (a cold worker can take seconds on a busy machine)."""
+its /readyz says a worker is there (a cold worker can take seconds on a busy machine), and
+what a tenant was charged (its monthly quota counter in Redis)."""
 import json
 import time
+from datetime import datetime, timezone
 
 import httpx
+import redis
 
 READY_WAIT_SECONDS = 60
 
@@ -41,3 +44,13 @@ def wait_for_readiness(deployment, status: int = 200) -> httpx.Response:
         if response.status_code == status or time.monotonic() > deadline:
             return response
         time.sleep(0.2)
+
+
+def quota_counter(deployment, tenant: str) -> int:
+    """The tenant's monthly quota counter in Redis: the tokens it was charged this month."""
+    tenant_id = int(deployment.manage("shell", "-c", (
+        "from responses_app.models import Tenant; "
+        f"print(Tenant.objects.get(name='{tenant}').id)")).split()[-1])
+    month = datetime.now(timezone.utc).strftime("%Y%m")
+    return int(redis.Redis.from_url(deployment.env["REDIS_URL"]).get(
+        f"gw:quota:{tenant_id}:{month}"))

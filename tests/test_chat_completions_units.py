@@ -106,6 +106,30 @@ def test_a_completion_accumulates_turns_and_adds_their_usage():
         "system_fingerprint": None, "service_tier": None}
 
 
+def test_a_cut_call_generated_what_followed_its_start():
+    """A cut turn's generated text (what cut_call.py counts): the texts each choice gained
+    since the call began, and the turn's tool call arguments; the earlier turns' not."""
+    from chat_completions.worker.cut_call import ChatCutCall
+
+    completion = Completion("chatcmpl-1", "m", 5)
+    completion.feed(chunk({"role": "assistant", "content": "Look", "reasoning_content": "hm"}))
+    completion.feed(chunk({}, usage={"prompt_tokens": 10, "completion_tokens": 3,
+                                      "total_tokens": 13}))
+    completion.end_turn()
+    completion.turn()
+    cut = ChatCutCall.began({"model": "m", "messages": []}, completion)
+    for piece in [chunk({"reasoning_content": " so"}), chunk({"content": " again"}),
+                  chunk({"tool_calls": [{"index": 0, "id": "c1", "type": "function",
+                                         "function": {"name": "f", "arguments": '{"b"'}}]})]:
+        completion.feed(piece)
+    assert cut.generated(completion) == ' again so{"b"'
+    assert completion.turn_reported is False
+    completion.count_cut_turn({"prompt_tokens": 7, "completion_tokens": 4, "total_tokens": 11})
+    completion.end_turn()
+    assert completion.usage == {"prompt_tokens": 17, "completion_tokens": 7,
+                                "total_tokens": 24}
+
+
 def test_events_are_json_on_the_bus_and_framed_at_the_edge():
     stamper = ChatStamper()
     first = stamper.entry([chunk({"content": "a"}), comment("mcp_call t\ncompleted")])

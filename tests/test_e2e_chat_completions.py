@@ -8,7 +8,7 @@ import httpx
 import pytest
 from openai import OpenAI
 
-from tests.deployment_setup import provision
+from tests.deployment_setup import provision, quota_counter
 from tests.mcp_server import McpTestServer
 
 HELLO = "Hello, world! How can I help?"
@@ -413,6 +413,75 @@ def test_a_client_leaving_stops_an_unstored_run_and_a_stored_one_goes_on(
     completion = openai_client.chat.completions.retrieve(stored_id)
     assert completion.choices[0].message.content == "".join(f"w{i} " for i in range(400))
     assert clean_upstream.stats()["disconnects"] == 1
+
+
+def estimated(text: str) -> int:
+    """The route's estimate of a text's tokens (UTF-8 bytes / 4, rounded up)."""
+    return -(-len(text.encode()) // 4)
+
+
+def todays_usage(api, model: str) -> list[tuple[int, int, int]]:
+    """(requests, input tokens, output tokens) of the tenant's usage of `model` today."""
+    results = api.get("/usage").json()["data"][-1]["results"]
+    return [(r["num_model_requests"], r["input_tokens"], r["output_tokens"])
+            for r in results if r["model"] == model]
+
+
+def test_a_tool_loop_failing_mid_stream_is_charged_every_upstream_call(
+        agent, production, clean_upstream):
+    """The answer after an MCP call breaks after `Results: ` (no usage chunk): the client
+    gets the error event, and the tenant's usage rows are charged the first call's reported
+    usage (12 + 2) plus the broken call's, counted as a cut Responses call is (the route's
+    estimate of the request as rendered, and of what it generated). Before, a failed chat
+    run was charged nothing."""
+    from upstreams.token_counting import render_chat
+
+    client, _ = agent
+    model = "fake-tool-caller-drop"
+    with production.client(client.api_key) as api:
+        with api.stream("POST", "/chat/completions", json={
+                "model": model, "stream": True, "messages": [
+                    {"role": "user", "content": 'call calc__echo {"text": "hi"}'}]}) as response:
+            blocks = [b for b in response.read().split(b"\n\n") if b]
+        usage = todays_usage(api, model)
+    assert json.loads(blocks[-1][6:])["error"]["message"] == (
+        "The upstream connection failed mid-stream: the upstream closed the connection")
+    first, second = upstream_bodies(clean_upstream)
+    assert second["messages"][-1] == {"role": "tool", "tool_call_id": "call_0",
+                                      "content": "echo: hi"}
+    cut_input, cut_output = estimated(render_chat(second)), estimated("Results: ")
+    assert usage == [(1, 12 + cut_input, 2 + cut_output)]
+
+
+def test_an_unstored_run_whose_client_left_is_charged_its_cut_call(production, clean_upstream):
+    """A `store: false` stream whose client leaves while the upstream holds after `w0 w1 w2 `
+    is stopped, and charged (usage rows, quota counter) its cut call as a cancelled response
+    is: the route's estimate of the request as rendered and of `w0 w1 w2 ` (no usage chunk
+    came). Before, nothing."""
+    from upstreams.token_counting import render_chat
+
+    [key] = provision(production, {"chat-left-usage": {
+        "keys": 1, "limits": {"monthly_token_budget": 1_000_000}}})["chat-left-usage"]
+    model = f"bench-10-1-held3-{time.time_ns()}"
+    with production.client(key) as api:
+        with api.stream("POST", "/chat/completions", json={
+                "model": model, "stream": True, "store": False,
+                "messages": [{"role": "user", "content": "hi"}]}) as response:
+            deltas = []
+            for line in response.iter_lines():
+                if line.startswith("data: "):
+                    deltas.append(json.loads(line[6:])["choices"][0]["delta"]["content"])
+                if len(deltas) == 3:
+                    break
+        wait_for(lambda: clean_upstream.stats()["disconnects"] == 1)
+        clean_upstream.release(model)
+        wait_for(lambda: todays_usage(api, model) != [])
+        usage = todays_usage(api, model)
+    assert deltas == ["w0 ", "w1 ", "w2 "]
+    [sent] = upstream_bodies(clean_upstream)
+    cut_input, cut_output = estimated(render_chat(sent)), estimated("w0 w1 w2 ")
+    assert usage == [(1, cut_input, cut_output)]
+    assert quota_counter(production, "chat-left-usage") == cut_input + cut_output
 
 
 def wait_for(condition, timeout: float = 30.0):

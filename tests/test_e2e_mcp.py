@@ -4,7 +4,6 @@ upstream scripting the model's tool calls (`fake-tool-caller`). Every stream goe
 the SSE framing check, both schema oracles and the invariant checker."""
 import json
 import time
-from datetime import datetime, timezone
 
 import httpx
 import pytest
@@ -412,9 +411,7 @@ def test_a_cancelled_tool_loop_counts_every_upstream_call(production, demo, clea
     call's, counted as a steered call's is (the route's estimate: UTF-8 bytes / 4 of the
     request as rendered, and of what it generated); the tenant's usage rows and its monthly
     quota counter are charged exactly that."""
-    import redis
-
-    from tests.deployment_setup import provision
+    from tests.deployment_setup import provision, quota_counter
     from tests.invariants import check_cancelled_stream
     from tests.test_e2e_durable import EventReader
     from upstreams.token_counting import render_chat
@@ -456,13 +453,51 @@ def test_a_cancelled_tool_loop_counts_every_upstream_call(production, demo, clea
         "model": held, "num_model_requests": 1, "input_tokens": usage["input_tokens"],
         "input_cached_tokens": 0, "output_tokens": usage["output_tokens"],
         "output_reasoning_tokens": 0}]
-    tenant_id = int(production.manage("shell", "-c", (
-        "from responses_app.models import Tenant; "
-        "print(Tenant.objects.get(name='mcp-cancel-usage').id)")).split()[-1])
-    month = datetime.now(timezone.utc).strftime("%Y%m")
-    quota = redis.Redis.from_url(production.env["REDIS_URL"]).get(
-        f"gw:quota:{tenant_id}:{month}")
-    assert int(quota) == usage["total_tokens"]
+    assert quota_counter(production, "mcp-cancel-usage") == usage["total_tokens"]
+
+
+def test_a_tool_loop_failing_mid_stream_counts_every_upstream_call(
+        production, demo, clean_upstream):
+    """The answer after the MCP call breaks after `Results: ` (the connection cut, no usage
+    chunk): the failed response's usage, streamed in `response.failed` and stored, is the
+    first call's reported usage plus the broken call's, counted as a cut call's is (the
+    route's estimate of the request as rendered, and of what it generated); the tenant's
+    usage rows and its monthly quota counter are charged exactly that."""
+    from tests.deployment_setup import provision, quota_counter
+    from upstreams.token_counting import render_chat
+
+    [key] = provision(production, {"mcp-failed-usage": {
+        "keys": 1, "limits": {"monthly_token_budget": 1_000_000}}})["mcp-failed-usage"]
+    model = "fake-tool-caller-drop"
+    with httpx.Client(base_url=production.base_url, timeout=30,
+                      headers={"Authorization": f"Bearer {key}"}) as api:
+        events, final = stream(api, {"model": model, "tools": [mcp_tool(demo)],
+                                     "input": 'call demo__echo {"text": "hi"}'})
+        stored = api.get(f"/responses/{final['id']}").json()
+        daily = api.get("/usage").json()["data"][-1]["results"]
+    assert types(events) == [*START, *LIST, *call_events(),
+                             *TEXT[:3], *TEXT[4:], "response.failed"]
+    assert final["error"] == {"code": "server_error", "message": (
+        "The upstream connection failed mid-stream: the upstream closed the connection")}
+    assert [(item["type"], item["status"]) for item in final["output"][1:]] == [
+        ("mcp_call", "completed"), ("message", "incomplete")]
+    assert final["output"][2]["content"][0]["text"] == "Results: "
+    first, second = [r["body"] for r in clean_upstream.requests()]
+    assert second["messages"][-1]["role"] == "tool"
+    # the first call reported 12 + 2 (the fake's usage chunk); the broken one reported none
+    cut_input = -(-len(render_chat(second).encode()) // 4)
+    usage = {"input_tokens": 12 + cut_input,
+             "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+             "output_tokens": 2 + 3, "output_tokens_details": {"reasoning_tokens": 0},
+             "total_tokens": 12 + cut_input + 2 + 3}
+    assert final["status"] == stored["status"] == "failed"
+    assert final["usage"] == stored["usage"] == usage
+    assert [{k: v for k, v in row.items() if k != "object"} for row in daily] == [{
+        "model": model, "num_model_requests": 1, "input_tokens": usage["input_tokens"],
+        "input_cached_tokens": 0, "output_tokens": usage["output_tokens"],
+        "output_reasoning_tokens": 0}]
+    assert quota_counter(production, "mcp-failed-usage") == usage["total_tokens"]
+
 
 
 def test_a_chain_lists_the_tools_once(api, demo):

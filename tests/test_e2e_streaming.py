@@ -99,7 +99,14 @@ def test_length_finish_is_incomplete_max_output_tokens(api):
 
 
 @pytest.mark.parametrize("model", ["fake-drop", "fake-bad-chunk"])
-def test_mid_stream_failure_is_response_failed_and_stored_failed(api, model):
+def test_mid_stream_failure_is_response_failed_and_stored_failed(api, model, clean_upstream):
+    """The stream breaks (or turns malformed) after `Hello`, with no usage chunk: the call
+    is counted as a cut one is (the route's estimate: UTF-8 bytes / 4 of the request as
+    rendered, and of the text the response holds: `Hello`, or nothing when the malformed
+    chunk came in the same read, which then fails whole), in `response.failed` and the
+    stored response."""
+    from upstreams.token_counting import render_chat
+
     _, raw = stream(api, {"model": model, "input": "hi"})
     events, final = check_sse_stream(raw)
     assert events[-1]["type"] == "response.failed"
@@ -108,6 +115,16 @@ def test_mid_stream_failure_is_response_failed_and_stored_failed(api, model):
     stored = api.get(f"/responses/{final['id']}").json()
     assert stored["status"] == "failed"
     assert stored == final
+    [sent] = [r["body"] for r in clean_upstream.requests()]
+    cut_input = -(-len(render_chat(sent).encode()) // 4)
+    texts = [part["text"] for item in final["output"] for part in item["content"]]
+    assert texts in (([], ["Hello"]) if model == "fake-bad-chunk" else (["Hello"],))
+    cut_output = 2 if texts else 0
+    assert final["usage"] == {
+        "input_tokens": cut_input,
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": cut_output, "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": cut_input + cut_output}
 
 
 @pytest.mark.parametrize("stream_flag", [True, False])

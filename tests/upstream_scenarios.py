@@ -23,6 +23,9 @@ Dynamic model names handled by :func:`scenario_for`:
 * ``fake-tool-caller-held-<tag>`` -- ``fake-tool-caller``, but its answer after tool results
   is held after its first two chunks (the role, then ``Results: ``) until the test releases
   that model name: a tool loop's second upstream call, in flight;
+* ``fake-tool-caller-drop`` -- ``fake-tool-caller``, but its answer after tool results breaks
+  after its first two chunks (the role, then ``Results: ``): the connection is cut, with
+  no usage chunk, in a tool loop's second upstream call;
 * ``fake-tool-loop-<n>``  -- an agent loop of ``n`` tool calls: while the conversation holds fewer
   than ``n`` tool results, calls ``step`` with ``{"step": <results + 1>}`` (call id
   ``call_step_<results + 1>``); then answers ``Done after <n> steps.``;
@@ -311,11 +314,14 @@ def scenario_for(model: str, request_body: dict) -> Scenario:
         return _tool_caller(model, request_body.get("messages", []))
     if model == "fake-sequential-caller":
         return _sequential_caller(model, request_body)
-    if _CALLER_HELD.fullmatch(model or ""):
+    if _CALLER_HELD.fullmatch(model or "") or model == "fake-tool-caller-drop":
         messages = request_body.get("messages", [])
         answering = bool(messages) and messages[-1].get("role") == "tool"
         caller = _tool_caller(model, messages)
-        return replace(caller, hold_after=2) if answering else caller
+        if not answering:
+            return caller
+        return replace(caller, **({"drop_after": 2} if model.endswith("-drop")
+                                  else {"hold_after": 2}))
     if m := _BENCH.fullmatch(model or ""):
         return _bench(model, int(m[1]), int(m[2]))
     if m := _HELD.fullmatch(model or ""):
@@ -331,7 +337,7 @@ def scenario_for(model: str, request_body: dict) -> Scenario:
 def is_cacheable(model: str) -> bool:
     """True when ``scenario_for(model, ...)`` does not depend on the request body."""
     return (model not in ("fake-echo", "fake-tool-caller", "fake-citing-caller",
-                          "fake-sequential-caller")
+                          "fake-sequential-caller", "fake-tool-caller-drop")
             and not _TOOL_LOOP.fullmatch(model or "")
             and not _CALLER_HELD.fullmatch(model or ""))
 

@@ -58,6 +58,15 @@ class Completion:
             if part.get("finish_reason"):
                 choice.finish_reason = part["finish_reason"]
 
+    @property
+    def turn_reported(self) -> bool:
+        """Whether the current turn reported its usage (in its stream's last chunk)."""
+        return self._turn_usage is not None
+
+    def count_cut_turn(self, usage: dict) -> None:
+        """The usage the run counted of a turn cut before it reported one (cut_call.py)."""
+        self._turn_usage = usage
+
     def end_turn(self) -> None:
         """The current turn's usage counts (call once per upstream turn)."""
         if self._turn_usage is not None:

@@ -13,7 +13,9 @@ After CHAT_MAX_TOOL_ITERATIONS turns that ran MCP calls the next turn is sent wi
 A non-streaming client's run publishes a `started` comment when the upstream's first
 chunks arrive, then only the final completion. The completion (if
 `store`) and its usage are committed, and the admission settled, before the end is
-published, so a GET made when the client has it finds it.
+published, so a GET made when the client has it finds it. A run that ends without its
+completion (failed, or cancelled: its client left) is charged its calls all the same
+(cut_call.py).
 """
 import asyncio
 import logging
@@ -35,6 +37,7 @@ from upstreams.routing import remembered_route_for_model, route_for_model
 from ..events import ChatStamper, comment
 from ..jobs import ChatJob
 from .completion import Completion
+from .cut_call import ChatCutCall, charge
 from .mcp import ChatMcpTools, tenant_mcp_tools
 from .store import store_completion
 
@@ -65,6 +68,8 @@ class ChatRun:
         self.first_sent = False
         self.used_tokens = 0
         self.cancelled = False
+        self.route = None
+        self.cut: ChatCutCall | None = None  # the upstream call in progress (cut_call.py)
         self.began = time.monotonic()
 
     @property
@@ -90,11 +95,14 @@ class ChatRun:
             if not self.cancelled:
                 raise
             log.info("chat run %s cancelled (its client left)", self.job.id)
+            await charge(self, "cancelled")
             await self._settled()
             await self.emit([], end=True)
-        except UpstreamRejected as rejected:
+        except UpstreamRejected as rejected:  # before the first turn, or a later one
+            await charge(self, "failed")
             await self._failed(rejected)
         except UpstreamStreamFailed as failure:
+            await charge(self, "failed")
             await self._failed(APIError(
                 failure.message, status=504 if failure.code == "request_timeout" else 502,
                 type="server_error", code=failure.code))
@@ -121,8 +129,8 @@ class ChatRun:
 
     async def _turns(self) -> None:
         job = self.job
-        route = remembered_route_for_model(job.model) or await blocking(route_for_model,
-                                                                        job.model)
+        route = self.route = (remembered_route_for_model(job.model)
+                              or await blocking(route_for_model, job.model))
         self.tools = await tenant_mcp_tools(job.tenant_id, job.client_function_names, blocking)
         body = dict(job.body)
         if self.tools:
@@ -154,6 +162,8 @@ class ChatRun:
                             max_wait=settings.UPSTREAM_RETRY_MAX_WAIT)
         async with open_chat_stream(route, body, settings.STREAM_BATCH_MS / 1000,
                                     retry) as batches:
+            # answered: its tokens are spent from here, cut or not (counted: cut_call.py)
+            self.cut = ChatCutCall.began(body, self.completion)
             push = getattr(batches, "push", None)
             async for chunks in batches:
                 if not self.job.stream and not self.started:
@@ -163,7 +173,8 @@ class ChatRun:
                 await self.emit(self._taken(chunks))
                 if self.first_sent and push is not None:
                     await push(self._taken_now)  # the rest of the turn, as it is read
-                    return
+                    break
+        self.cut = None
 
     def _taken(self, chunks: list) -> list:
         """One read's chunks fed to the completion; the events the client gets of them."""

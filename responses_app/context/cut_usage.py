@@ -19,7 +19,12 @@ from upstreams.token_counting import CountFailed, count_chat_tokens, count_text
 
 def cut_usage(route: Route, body: dict, items: list[dict]) -> dict:
     """The Chat Completions usage of the call of `body` that generated `items`, counted."""
-    text = generated_text(items)
+    return counted_usage(route, body, generated_text(items))
+
+
+def counted_usage(route: Route, body: dict, text: str) -> dict:
+    """The Chat Completions usage of the call of `body` that generated `text`, counted (a
+    chat completion's run gives its text as it accumulated it)."""
     try:
         prompt = count_chat_tokens(route, body).tokens
         completion = count_text(route, text).tokens if text else 0

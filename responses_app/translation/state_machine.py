@@ -11,11 +11,11 @@ Which item a tool call becomes is `call_kinds`; the items and their events are b
 closes whatever is open and ends the response (`finish("steered")`: incomplete, as a
 WebSocket steer stops it), `fail()` ends it as failed, `cancel()` closes what is open and
 leaves the response cancelled (no terminal event exists for that: the stream just ends).
-Before a steered or a cancelled end the run calls `close_cut_turn()` and gives the usage
-it counted of a turn cut before the upstream reported one (`count_cut_turn`). Every end's
-usage is the sum of the run's upstream calls (`call_usages`). Events come back as dicts
-without sequence numbers (the EventStamper numbers them, in one place). The response
-object is kept current, so the terminal event carries the full response.
+Before a steered, cancelled or failed end the run calls `close_cut_turn()` and gives the
+usage it counted of a turn cut before the upstream reported one (`count_cut_turn`). The
+usage of every end is the sum of the run's upstream calls (`call_usages`). Events come
+back as dicts without sequence numbers (the EventStamper numbers them, in one place). The
+response object is kept current, so the terminal event carries the full response.
 
 A response may span several upstream turns (gateway-run MCP and hosted tools): `end_turn()`
 closes the turn's items and hands back the calls to run, the steps of `gateway_tool_steps`

@@ -1,7 +1,8 @@
-"""A steered or cancelled run's end: the upstream call it cut mid-stream (CutTurn) is
-counted when the upstream reported no usage for it (context.cut_usage: why), so a steered
-or cancelled response's usage is, as any other's, the tokens of every upstream call of
-its run."""
+"""A steered, cancelled or failed run's end: the upstream call cut mid-stream (CutTurn: by
+the steer or the cancel, or by the upstream itself, whose stream broke, timed out or sent a
+malformed chunk after it answered) is counted when the upstream reported no usage for it
+(context.cut_usage: why), so such a response's usage is, as any other's, the tokens of
+every upstream call of its run."""
 from dataclasses import dataclass
 
 from ..context.cut_usage import cut_usage

@@ -121,7 +121,8 @@ class Streaming:
             return await self._rejected(rejected)
         except UpstreamStreamFailed as failure:
             log.warning("run %s failed mid-stream: %s", self.job.id, failure.message)
-            return Ending("finished", self.translator.fail(failure.code, failure.message))
+            return Ending("finished", await close_cut_turn(self)
+                          + self.translator.fail(failure.code, failure.message))
         except StreamFenced:
             log.warning("run %s lost its event stream to another writer; stopping", self.job.id)
             await self.writer.close()

@@ -1,0 +1,53 @@
+"""A chat run that ends without its completion (its upstream failed mid-stream or refused a
+later turn, or the client of a `store: false` run left) is charged, as a failed or
+cancelled response is, the tokens of every upstream call it made: the turns' reported
+usage, and the call it cut (ChatCutCall: its client left, or the upstream's stream broke,
+timed out or turned malformed after it answered), which reported none (Chat Completions
+reports usage in its last chunk), counted as a Responses run counts one
+(responses_app.context.cut_usage: the route's counter on the request sent and on the text
+generated). A call the upstream never answered (refused, or still waiting for a slot or
+a retry) is not counted. Uncharged, every failed or abandoned chat completion was free."""
+from dataclasses import dataclass
+
+from responses_app.context.cut_usage import counted_usage
+from responses_app.worker.loop import blocking
+
+from .completion import Completion
+from .store import record_usage
+
+
+@dataclass
+class ChatCutCall:
+    """The upstream call in progress, once the upstream answered it: its chat request, and
+    the length of each choice's texts when it began (what follows, it generated)."""
+    body: dict
+    texts_before: dict  # (choice index, text field) -> length
+
+    @classmethod
+    def began(cls, body: dict, completion: Completion) -> "ChatCutCall":
+        return cls(body, {(choice.index, name): len(text)
+                          for choice in completion.choices.values()
+                          for name, text in choice.texts.items()})
+
+    def generated(self, completion: Completion) -> str:
+        """What the model generated in this call: text, and its tool calls' arguments."""
+        parts = []
+        for choice in sorted(completion.choices.values(), key=lambda c: c.index):
+            parts += [text[self.texts_before.get((choice.index, name), 0):]
+                      for name, text in choice.texts.items()]
+            parts += [choice.calls[i]["function"]["arguments"] for i in sorted(choice.calls)]
+        return "".join(parts)
+
+
+async def charge(run, status: str) -> None:
+    """Count the call `run` cut, if the upstream reported no usage for it, and record the
+    usage of the run (`status`: failed or cancelled), if it used any; `run.used_tokens` is
+    what its admission is settled with."""
+    completion, cut = run.completion, run.cut
+    if cut is not None and not completion.turn_reported:
+        usage = await blocking(counted_usage, run.route, cut.body, cut.generated(completion))
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        completion.count_cut_turn(usage)
+    completion.end_turn()
+    if completion.usage:
+        run.used_tokens = await blocking(record_usage, run.job, completion.usage, status)
