@@ -241,8 +241,11 @@ class FakeUpstreamApp:
                     raise _Drop()
                 if i == sc.hold_after:
                     await self._held(send, model, gone)
-                if i == sc.bad_chunk_after:
-                    await send({"type": "http.response.body", "body": BAD_CHUNK, "more_body": True})
+                if sc.bad_chunk_after is not None and i < sc.bad_chunk_after:
+                    continue  # sent with the bad chunk (below)
+                if i == sc.bad_chunk_after:  # the chunks before it and it in one write: one read
+                    await send({"type": "http.response.body",
+                                "body": b"".join(frames[:i]) + BAD_CHUNK, "more_body": True})
                 await send({"type": "http.response.body", "body": frame, "more_body": True})
             else:
                 if sc.drop_after is not None:  # drop_after >= number of chunks: cut before [DONE]

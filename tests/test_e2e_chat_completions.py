@@ -375,20 +375,38 @@ def test_langchain_chat_openai_runs_a_tool_loop(production, tenant_key, clean_up
             for body in upstream_bodies(clean_upstream)] == [["get_weather", "get_time"]] * 3
 
 
-def test_an_upstream_failing_mid_stream(api):
-    dropped = {"error": {"message": "The upstream connection failed mid-stream: the upstream "
-                                    "closed the connection", "type": "server_error",
-                         "param": None, "code": "server_error"}}
-    whole = api.post("/chat/completions", json={
-        "model": "fake-drop", "messages": [{"role": "user", "content": "hi"}]})
-    assert (whole.status_code, whole.json()) == (502, dropped)
-    with api.stream("POST", "/chat/completions", json={
-            "model": "fake-drop", "stream": True,
-            "messages": [{"role": "user", "content": "hi"}]}) as response:
-        blocks = [b for b in response.read().split(b"\n\n") if b]
+@pytest.mark.parametrize("model, message", [
+    ("fake-drop", "The upstream connection failed mid-stream: the upstream closed the connection"),
+    ("fake-bad-chunk", "The upstream sent a malformed stream chunk."),
+])
+def test_an_upstream_failing_mid_stream(production, clean_upstream, model, message):
+    """The upstream's stream breaks (or turns malformed) after `Hello`: a client waiting for
+    the whole completion gets the error; a streaming one gets the role chunk and `Hello`,
+    then the error, and the tenant is charged each call as a cut one (the route's estimate
+    of the request as rendered, and of `Hello` for the streamed call). fake-bad-chunk sends
+    the role chunk, `Hello` and the malformed chunk in one write (one read): before, the
+    malformed chunk failed its whole read, and the client got the error alone."""
+    from upstreams.token_counting import render_chat
+
+    failed = {"error": {"message": message, "type": "server_error", "param": None,
+                        "code": "server_error"}}
+    [key] = provision(production, {f"chat-{model}": {"keys": 1, "limits": {}}})[f"chat-{model}"]
+    with production.client(key) as api:
+        whole = api.post("/chat/completions", json={
+            "model": model, "messages": [{"role": "user", "content": "hi"}]})
+        assert (whole.status_code, whole.json()) == (502, failed)
+        with api.stream("POST", "/chat/completions", json={
+                "model": model, "stream": True,
+                "messages": [{"role": "user", "content": "hi"}]}) as response:
+            blocks = [b for b in response.read().split(b"\n\n") if b]
+        usage = todays_usage(api, model)
     assert [json.loads(b[6:])["choices"][0]["delta"] for b in blocks[:-1]] == [
         {"role": "assistant", "content": ""}, {"content": "Hello"}]
-    assert json.loads(blocks[-1][6:]) == dropped
+    assert json.loads(blocks[-1][6:]) == failed
+    first, second = upstream_bodies(clean_upstream)
+    assert second == first  # the same upstream call, streamed either way
+    cut_input = estimated(render_chat(first))
+    assert usage == [(2, 2 * cut_input, 2 * estimated("Hello"))]
 
 
 def test_a_client_leaving_stops_an_unstored_run_and_a_stored_one_goes_on(

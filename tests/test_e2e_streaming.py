@@ -98,33 +98,47 @@ def test_length_finish_is_incomplete_max_output_tokens(api):
     assert final["output"][0]["status"] == "incomplete"
 
 
-@pytest.mark.parametrize("model", ["fake-drop", "fake-bad-chunk"])
-def test_mid_stream_failure_is_response_failed_and_stored_failed(api, model, clean_upstream):
-    """The stream breaks (or turns malformed) after `Hello`, with no usage chunk: the call
-    is counted as a cut one is (the route's estimate: UTF-8 bytes / 4 of the request as
-    rendered, and of the text the response holds: `Hello`, or nothing when the malformed
-    chunk came in the same read, which then fails whole), in `response.failed` and the
-    stored response."""
+FAILED_AFTER_HELLO = [
+    "response.created", "response.in_progress",
+    "response.output_item.added", "response.content_part.added",
+    "response.output_text.delta",
+    "response.output_text.done", "response.content_part.done", "response.output_item.done",
+    "response.failed",
+]
+
+
+@pytest.mark.parametrize("model, message", [
+    ("fake-drop", "The upstream connection failed mid-stream: the upstream closed the connection"),
+    ("fake-bad-chunk", "The upstream sent a malformed stream chunk."),
+])
+def test_mid_stream_failure_is_response_failed_and_stored_failed(api, model, message,
+                                                                 clean_upstream):
+    """The stream breaks (or turns malformed) after `Hello`, with no usage chunk: `Hello`
+    is streamed and kept in the failed response's output, and the call is counted as a cut
+    one is (the route's estimate: UTF-8 bytes / 4 of the request as rendered, and of
+    `Hello`), in `response.failed` and the stored response. fake-bad-chunk sends the role
+    chunk, `Hello` and the malformed chunk in one write (one read): before, the malformed
+    chunk failed its whole read, and `Hello` was lost (output [], 0 output tokens)."""
     from upstreams.token_counting import render_chat
 
     _, raw = stream(api, {"model": model, "input": "hi"})
     events, final = check_sse_stream(raw)
-    assert events[-1]["type"] == "response.failed"
-    assert final["error"]["code"] == "server_error"
-    assert final["error"]["message"].startswith("The upstream")
+    assert [e["type"] for e in events] == FAILED_AFTER_HELLO
+    assert [e["delta"] for e in events if e["type"] == "response.output_text.delta"] == [
+        "Hello"]
+    assert final["status"] == "failed"
+    assert final["error"] == {"code": "server_error", "message": message}
+    assert [(item["type"], item["status"], [part["text"] for part in item["content"]])
+            for item in final["output"]] == [("message", "incomplete", ["Hello"])]
     stored = api.get(f"/responses/{final['id']}").json()
-    assert stored["status"] == "failed"
     assert stored == final
     [sent] = [r["body"] for r in clean_upstream.requests()]
     cut_input = -(-len(render_chat(sent).encode()) // 4)
-    texts = [part["text"] for item in final["output"] for part in item["content"]]
-    assert texts in (([], ["Hello"]) if model == "fake-bad-chunk" else (["Hello"],))
-    cut_output = 2 if texts else 0
     assert final["usage"] == {
         "input_tokens": cut_input,
         "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
-        "output_tokens": cut_output, "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": cut_input + cut_output}
+        "output_tokens": 2, "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": cut_input + 2}
 
 
 @pytest.mark.parametrize("stream_flag", [True, False])

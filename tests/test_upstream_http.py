@@ -476,3 +476,74 @@ def test_what_the_push_callback_raises_is_raised_as_it_is_and_the_connection_dro
     assert str(refused) == "w1 "
     assert after == CHUNKS[:4]
     assert connections == 2  # the refused call's connection was not reused
+
+
+# --- a bad chunk: the chunks before it are handed over first, however the reads split ---
+
+BAD_LINES = {
+    "not json": (b"data: {not json\n\n", "The upstream sent a malformed stream chunk."),
+    "not an object": (b"data: [1]\n\n", "The upstream sent a malformed stream chunk."),
+    "an error": (b'data: {"error": {"message": "overloaded"}}\n\n',
+                 "The upstream failed: overloaded"),
+}
+
+
+def writing(*writes: bytes):
+    """A script writing each of `writes` (SSE bytes) as one HTTP chunk in one write, 50 ms
+    apart, then a chunk the client must not get, [DONE] and the end."""
+    async def script(reader, writer, number):
+        writer.write(CHUNKED_HEAD)
+        for data in writes:
+            writer.write(chunk(data))
+            await writer.drain()
+            await asyncio.sleep(0.05)
+        writer.write(chunk(sse(CHUNKS[9]) + DONE) + LAST_CHUNK)
+        await writer.drain()
+        return "close"
+
+    return script
+
+
+def reads_ending_bad(bad: bytes, split: str) -> list[bytes]:
+    """CHUNKS[:3] then `bad`: all in one write, the first chunk alone then the rest in one,
+    or the bad chunk alone after the rest."""
+    good = [sse(c) for c in CHUNKS[:3]]
+    return {"one write": [b"".join(good) + bad],
+            "first alone": [good[0], b"".join(good[1:]) + bad],
+            "bad alone": [b"".join(good), bad]}[split]
+
+
+SPLITS = ["one write", "first alone", "bad alone"]
+
+
+@pytest.mark.parametrize("split", SPLITS)
+@pytest.mark.parametrize("bad", sorted(BAD_LINES))
+def test_iterated_a_bad_chunk_fails_after_every_chunk_before_it(bad, split):
+    """Before, a bad chunk failed its whole read: with the chunks before it in the same
+    read ("one write"), none of them reached the caller."""
+    line, message = BAD_LINES[bad]
+
+    async def scenario():
+        async with ScriptedServer(writing(*reads_ending_bad(line, split))) as server:
+            return await chunks_before(server.route(), UpstreamStreamFailed)
+
+    received, failure = run(scenario())
+    assert received == CHUNKS[:3]
+    assert (failure.code, failure.message) == ("server_error", message)
+
+
+@pytest.mark.parametrize("split", SPLITS)
+@pytest.mark.parametrize("bad", sorted(BAD_LINES))
+def test_pushed_a_bad_chunk_fails_after_every_chunk_before_it(bad, split):
+    """The first batch pulled, the rest pushed (as the runs do once their first delta is
+    out): the same chunks and failure, whether the bad chunk ended the pulled batch ("one
+    write": push raises it at once) or a pushed one."""
+    line, message = BAD_LINES[bad]
+
+    async def scenario():
+        async with ScriptedServer(writing(*reads_ending_bad(line, split))) as server:
+            return await pushed_until_failure(server.route())
+
+    received, failure = run(scenario())
+    assert received == CHUNKS[:3]
+    assert (failure.code, failure.message) == ("server_error", message)

@@ -54,6 +54,7 @@ class Scenario:
     error_body: dict | None = None
     headers: dict = field(default_factory=dict)
     drop_after: int | None = None
+    # the first `bad_chunk_after` chunks and a malformed one in one write (one read)
     bad_chunk_after: int | None = None
     first_byte_delay: float = 0.0
     pacing: float = 0.0

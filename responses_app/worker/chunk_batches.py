@@ -3,6 +3,11 @@
 (no byte for the route's idle timeout), a broken connection, a stream cut short before
 `[DONE]`, a malformed chunk or an error the upstream put in the stream. upstream.py opens
 the stream; these are never retried.
+
+A malformed or error chunk fails the stream after the chunks before it: those of its own
+read are handed over first (its batch ends there), then the failure is raised, so what the
+client and the stored response get does not depend on how the upstream's bytes were split
+into reads.
 """
 import asyncio
 
@@ -34,7 +39,8 @@ class ChunkBatches:
         self.response, self.read_interval = response, read_interval
         self.buffer = b""
         self.finishing = False
-        self.done = False  # [DONE] came
+        self.done = False  # nothing more to take: [DONE] came, or `failure` (below)
+        self.failure: UpstreamStreamFailed | None = None  # a bad chunk after good ones
         self._pulled = self._reads = None  # the iteration's generators, once started
 
     def __aiter__(self):
@@ -50,6 +56,8 @@ class ChunkBatches:
                     continue
                 yield batch
                 if self.done:
+                    if self.failure is not None:
+                        raise self.failure
                     return
         except (asyncio.TimeoutError, ConnectionError) as exc:
             raise _read_failure(exc) from None
@@ -63,6 +71,8 @@ class ChunkBatches:
             if generator is not None:
                 await generator.aclose()
         if self.done:
+            if self.failure is not None:  # it ended the batch the iteration was left at
+                raise self.failure
             return
         failures = []
 
@@ -84,10 +94,14 @@ class ChunkBatches:
             raise failures[0]
         if not self.done:
             raise _cut_short()
+        if self.failure is not None:
+            raise self.failure
 
     def _decoded(self, data: bytes) -> list | None:
         """The chunks whose lines `data` completes (None if it completes none), `done`
-        once `[DONE]` came; paces the response once output came, unpaces it near the end."""
+        once `[DONE]` came; paces the response once output came, unpaces it near the end.
+        A bad chunk raises its failure, or, after good chunks of the same read, ends the
+        batch with them and is kept as `failure` (raised once they are handed over)."""
         buffer = self.buffer + data if self.buffer else data  # usually whole events: no copy
         if b"\n" not in data:
             self.buffer = buffer
@@ -95,14 +109,20 @@ class ChunkBatches:
         nul = may_hold_nul(buffer)  # one look for the whole read, not one per chunk
         *lines, self.buffer = buffer.split(b"\n")
         batch = []
-        for line in lines:
-            if line[:5] != b"data:":
-                continue  # comments, event names, blank lines
-            payload = line[5:].strip()
-            if payload == b"[DONE]":
-                self.done = True
-                return batch
-            batch.append(_decode(payload, nul))
+        try:  # costs nothing unless a chunk fails (Python 3.11's zero-cost try)
+            for line in lines:
+                if line[:5] != b"data:":
+                    continue  # comments, event names, blank lines
+                payload = line[5:].strip()
+                if payload == b"[DONE]":
+                    self.done = True
+                    return batch
+                batch.append(_decode(payload, nul))
+        except UpstreamStreamFailed as failure:
+            if not batch:
+                raise
+            self.failure, self.done = failure, True
+            return batch
         if not batch:
             return None
         if not self.finishing:
@@ -129,6 +149,10 @@ def _cut_short() -> UpstreamStreamFailed:
                                 "The upstream stream ended before it said it was done.")
 
 
+def _malformed() -> UpstreamStreamFailed:
+    return UpstreamStreamFailed("server_error", "The upstream sent a malformed stream chunk.")
+
+
 def _has_output(chunk: dict) -> bool:
     for choice in chunk.get("choices") or ():
         delta = choice.get("delta") or {}
@@ -152,9 +176,10 @@ def _decode(payload: bytes, nul: bool) -> dict:
     try:
         chunk = orjson.loads(payload)
     except orjson.JSONDecodeError:
-        raise UpstreamStreamFailed(
-            "server_error", "The upstream sent a malformed stream chunk.") from None
-    if isinstance(chunk, dict) and chunk.get("error"):
+        raise _malformed() from None
+    if not isinstance(chunk, dict):  # `data: []`, `data: 5`: JSON, but not a chunk
+        raise _malformed()
+    if chunk.get("error"):
         error = chunk["error"]
         message = error.get("message") if isinstance(error, dict) else str(error)
         raise UpstreamStreamFailed("server_error", f"The upstream failed: {message}")
