@@ -40,9 +40,11 @@ from .stream_views import STREAMING_METHODS
 PREFIX = ("/v1/responses", "/v1/chat/completions")  # the stream views' routes
 # A stream view's URL without a captured part (`POST /v1/responses`, the chat
 # completions) resolved once: Django's resolve walks the URLconf's patterns on every
-# call (~25 us). A path's route here is fixed for the process (at most one entry per
-# such route; a URLconf changed at run time is not followed).
+# call (~25 us). A path's route here is fixed for the process (a URLconf changed at run
+# time is not followed); the URLconf's `path()`s give one entry per such route, and a
+# few are kept at most.
 _resolved: dict = {}
+RESOLVED_KEPT = 8
 
 
 def streaming_route(scope):
@@ -62,7 +64,7 @@ def streaming_route(scope):
     route = getattr(match.func, "streaming_route", None)
     if route is None:
         return None
-    if not (match.args or match.kwargs):
+    if not (match.args or match.kwargs) and len(_resolved) < RESOLVED_KEPT:
         _resolved[path] = match
     query = QueryDict(scope["query_string"].decode("latin-1"))
     return (route.view, match) if route.serves(scope["method"], query) else None
