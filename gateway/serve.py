@@ -57,15 +57,33 @@ def daphne_arguments(arguments: list[str]) -> list[str]:
 
 def gateway_server_class():
     """Daphne's Server, closing a socket whose message is over the cap (code 1009) instead
-    of dropping its connection (autobahn's failByDrop, which Daphne leaves on)."""
+    of dropping its connection (autobahn's failByDrop, which Daphne leaves on); and without
+    two things Twisted does for every HTTP request that nothing reads (bench/README.md,
+    "Issue 31, the web's fixed cost per response"): it parses a POST's Content-Type
+    through the email package, to fill `request.args` from a form body (Daphne hands the
+    body to the application as it came, and never reads `args`), and it formats a
+    combined-log access line that Daphne's Twisted log sends nowhere at verbosity 0-1
+    (the access log is the gateway's own, observability/http.py, and Daphne's)."""
     from daphne.server import Server
+    from twisted.web.http import Request
 
     class GatewayServer(Server):
         def listen_success(self, port):
             self.ws_factory.setProtocolOptions(failByDrop=False)
+            if self.verbosity <= 1:  # Daphne.run: Twisted's log goes nowhere
+                self.http_factory.log = _no_access_line
             return super().listen_success(port)
 
+        def protocol_connected(self, protocol):
+            if isinstance(protocol, Request):  # before its body is received
+                protocol._parsePOSTFormSubmission = False
+            return super().protocol_connected(protocol)
+
     return GatewayServer
+
+
+def _no_access_line(request) -> None:
+    """Twisted's HTTPFactory.log, when its line would be dropped."""
 
 
 def refuse_unsafe_settings() -> None:

@@ -38,22 +38,34 @@ from .relay import write_through
 from .stream_views import STREAMING_METHODS
 
 PREFIX = ("/v1/responses", "/v1/chat/completions")  # the stream views' routes
+# A stream view's URL without a captured part (`POST /v1/responses`, the chat
+# completions) resolved once: Django's resolve walks the URLconf's patterns on every
+# call (~25 us). A path's route here is fixed for the process (a URLconf changed at run
+# time is not followed); the URLconf's `path()`s give one entry per such route, and a
+# few are kept at most.
+_resolved: dict = {}
+RESOLVED_KEPT = 8
 
 
 def streaming_route(scope):
     """(async view, resolver match) when a stream view takes this request (its
     StreamingRoute says so); the URL is resolved only for a method a stream view serves,
-    and once: the view gets the match, Django's handler is not used."""
+    and once (a URL without captured parts once per process): the view gets the match,
+    Django's handler is not used."""
     path = scope["path"]
     if scope["method"] not in STREAMING_METHODS or not path.startswith(PREFIX):
         return None
-    try:
-        match = resolve(path)
-    except Resolver404:
-        return None
+    match = _resolved.get(path)
+    if match is None:
+        try:
+            match = resolve(path)
+        except Resolver404:
+            return None
     route = getattr(match.func, "streaming_route", None)
     if route is None:
         return None
+    if not (match.args or match.kwargs) and len(_resolved) < RESOLVED_KEPT:
+        _resolved[path] = match
     query = QueryDict(scope["query_string"].decode("latin-1"))
     return (route.view, match) if route.serves(scope["method"], query) else None
 
