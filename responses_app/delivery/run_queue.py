@@ -11,9 +11,16 @@ vs 163-170 us of Redis CPU per run, ~12-14% of a response's all-in CPU (2026-11-
 
 Delivery is at least once (redelivery.py): a message is moved onto this worker's
 processing list as it is taken (BLMOVE) and removed from it once its run's claim is
-settled (LREM, sent without waiting); if the worker dies in between, the watchdog gives
-it back to the queue. A claim that fails (the database away) gives its message back too.
-A duplicate is harmless: the claim is one conditional UPDATE (queued → in_progress).
+settled (LREM); if the worker dies in between, the watchdog gives it back to the queue.
+A claim that fails (the database away) gives its message back too. A duplicate is
+harmless: the claim is one conditional UPDATE (queued → in_progress).
+
+The LREMs ride with the consumer's next BLMOVE, in one write (a pipeline, LREMs first): at most
+POP_TIMEOUT_SECONDS later while the queue is idle, at once when no run slot is free (the
+consumer is not taking then). A worker stopping cleanly sends what it holds before it
+gives back its list; one that dies gives back its settled messages too, whose duplicate
+runs find their responses claimed. One write and one reply fewer per run (2026-11-28,
+bench/README.md's fixed-cost round).
 
 `RUN_QUEUE_STOP_BEFORE_CLAIM=1` (tests only) makes the consumer stop for good after it
 has taken a message and before its run claims it, so a test can kill a worker there.
@@ -56,6 +63,8 @@ class RunConsumer:
         self.processing = processing_key(worker_id())
         self.client = None
         self.give_back = None
+        self.free: asyncio.Semaphore | None = None  # run slots
+        self.acks: list[bytes] = []  # settled messages, removed with the next take
 
     def start(self) -> None:
         self.consuming = asyncio.run_coroutine_threadsafe(self._consume(), self.loop)
@@ -77,6 +86,8 @@ class RunConsumer:
         if self.client is None:
             return
         try:
+            if self.acks:
+                await self._acked(self.client)
             messages = await self.client.lrange(self.processing, 0, -1)
             keys, args = give_back_args(worker_id(), messages, time.time() + 1)
             await self.give_back(keys=keys, args=args)
@@ -86,7 +97,7 @@ class RunConsumer:
             await self.client.aclose()
 
     async def _consume(self) -> None:
-        free = asyncio.Semaphore(self.concurrency)
+        self.free = free = asyncio.Semaphore(self.concurrency)
         self.client = client = aioredis.Redis.from_url(  # closed by _runs_ended
             settings.REDIS_URL, socket_connect_timeout=5, socket_timeout=POP_TIMEOUT_SECONDS + 5,
             driver_info=DRIVER_INFO)
@@ -111,9 +122,36 @@ class RunConsumer:
 
     async def _take(self, client) -> bytes | None:
         """The next message, moved onto this worker's processing list (the worker is a
-        registered consumer: its heartbeat registered it before the consumer started)."""
-        return await client.blmove(RUN_QUEUE_KEY, self.processing, POP_TIMEOUT_SECONDS,
-                                   "RIGHT", "LEFT")
+        registered consumer: its heartbeat registered it before the consumer started); the
+        settled messages' LREMs sent before it, in the same write."""
+        if not self.acks:
+            return await client.blmove(RUN_QUEUE_KEY, self.processing, POP_TIMEOUT_SECONDS,
+                                       "RIGHT", "LEFT")
+        message = (await self._acked(client, take=True))[-1]
+        if isinstance(message, Exception):
+            raise message
+        return message
+
+    async def _acked(self, client, take: bool = False) -> list:
+        """Send the pending acknowledgements (LREMs; then the take, BLMOVE, if `take`), one
+        pipeline; its replies. A failed LREM leaves its message on the processing list, for
+        the worker's clean stop or the watchdog to give back (its run's claim is settled: a
+        duplicate run finds its response claimed)."""
+        acks, self.acks = self.acks, []
+        pipeline = client.pipeline(transaction=False)
+        for message in acks:
+            pipeline.lrem(self.processing, 1, message)
+        if take:
+            pipeline.blmove(RUN_QUEUE_KEY, self.processing, POP_TIMEOUT_SECONDS, "RIGHT", "LEFT")
+        try:
+            replies = await pipeline.execute(raise_on_error=False)
+        except RedisError as exc:
+            _log_failure(exc)
+            raise
+        for reply in replies[:len(acks)]:
+            if isinstance(reply, Exception):
+                _log_failure(reply)
+        return replies
 
     async def _run(self, message: bytes, free: asyncio.Semaphore) -> None:
         try:
@@ -129,6 +167,9 @@ class RunConsumer:
     def _settled(self, message: bytes, settled: bool) -> None:
         """The run's claim is settled (won or lost): the message leaves the processing list;
         or it failed (`settled` False): the message goes back to the queue, after a pause."""
+        if settled and not self.free.locked():  # the consumer takes: with its next take
+            self.acks.append(message)
+            return
         if settled:
             done = asyncio.ensure_future(self.client.lrem(self.processing, 1, message))
         else:
@@ -141,10 +182,15 @@ class RunConsumer:
         await self.give_back(keys=keys, args=args)
 
 
-def _log_failure(done: asyncio.Future) -> None:
-    if not done.cancelled() and done.exception() is not None:  # the watchdog gives it back
-        log.warning("run queue: a taken message stays on its processing list: %s",
-                    done.exception())
+def _log_failure(done: asyncio.Future | Exception) -> None:
+    if isinstance(done, Exception):
+        exc = done
+    elif done.cancelled() or done.exception() is None:
+        return
+    else:
+        exc = done.exception()
+    # the worker's clean stop, or the watchdog, gives it back
+    log.warning("run queue: a taken message stays on its processing list: %s", exc)
 
 
 _consumer: RunConsumer | None = None

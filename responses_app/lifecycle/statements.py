@@ -9,6 +9,7 @@ or a compiled UPDATE with the standard library's JSON encoder (storing a result 
 import json
 import time
 from datetime import datetime, timezone
+from functools import lru_cache
 
 import orjson
 from django.db import connection
@@ -100,6 +101,15 @@ def claim_retry_delay(attempt: int, started: float, status: str | None) -> float
     return None  # another run has it, or it was cancelled
 
 
+@lru_cache(maxsize=1)
+def _adapt_datetime():
+    """The database's datetime adapter, looked up once: Django's `connection` is
+    per-context, and on the worker's run loop every run is a task of its own context, so
+    each lookup there built a new (unconnected) database wrapper: ~6% of a run's Python
+    outside its socket writes (py-spy, 2026-11-28, bench/README.md's fixed-cost round)."""
+    return connection.ops.adapt_datetimefield_value
+
+
 def completed_at_of(resource: dict) -> datetime | None:
     """When a finished response was stored, precisely (its object's `completed_at` is in
     whole seconds); None if it did not complete."""
@@ -121,7 +131,7 @@ def insert_params(job: Job, status: str = ResponseStatus.QUEUED.value) -> list:
     """INSERT_SQL's parameters for the new response of `job`."""
     return [job.id, job.tenant_id, status, job.model, job.store,
             job.background, job.previous_response_id, job.conversation_id,
-            connection.ops.adapt_datetimefield_value(job.created_at),
+            _adapt_datetime()(job.created_at),
             json_text(job.request), json_text(job.input_items), json_text(job.resource)]
 
 
@@ -137,12 +147,13 @@ def result_params(response_id: str, resource: dict, first_delta_at: datetime | N
     delta, None if it published none; `replica`: the upstream replica that served it)."""
     usage = resource.get("usage") or {}
     error = resource.get("error") or {}
+    adapt = _adapt_datetime()
     return {"status": resource["status"], "resource": json_text(resource),
             "row_input_tokens": usage.get("input_tokens"),
             "row_output_tokens": usage.get("output_tokens"),
-            "completed_at": connection.ops.adapt_datetimefield_value(completed_at_of(resource)),
+            "completed_at": adapt(completed_at_of(resource)),
             "error_code": error.get("code"),
-            "first_delta_at": connection.ops.adapt_datetimefield_value(first_delta_at),
+            "first_delta_at": adapt(first_delta_at),
             "id": response_id,
             "owned_status": ResponseStatus.IN_PROGRESS.value, "upstream_replica": replica}
 

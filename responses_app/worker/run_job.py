@@ -11,6 +11,8 @@ from ..translation.chat_request import ChatRequest
 
 log = logging.getLogger(__name__)
 
+_JOB_FIELDS = tuple(f.name for f in fields(Job))  # once, not per run
+
 
 @dataclass
 class RunJob(Job):
@@ -48,5 +50,5 @@ def prepared(job: Job) -> RunJob:
     for repair in chat.repairs:
         log.debug("response %s: history repair %s", job.id, repair)
         metrics.HISTORY_REPAIRS.labels(repair).inc()
-    return RunJob(**{f.name: getattr(job, f.name) for f in fields(Job)}, chat=chat,
+    return RunJob(**{name: getattr(job, name) for name in _JOB_FIELDS}, chat=chat,
                   items=items, input_count=len(job.input_items))
