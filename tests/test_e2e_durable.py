@@ -81,6 +81,17 @@ class EventReader:
         return self.events
 
 
+def cancelled_mid_stream(client: httpx.Client, body: dict, until) -> tuple[str, dict, list]:
+    """Stream `body`, cancel the response once an event satisfies `until`, read the stream
+    to its end: (response id, the cancel's answer, every event)."""
+    with client.stream("POST", "/responses", json=body) as response:
+        reader = EventReader(response)
+        reader.read_until(until)
+        response_id = reader.events[0]["response"]["id"]
+        cancelled = client.post(f"/responses/{response_id}/cancel").json()
+        return response_id, cancelled, reader.read_to_end()
+
+
 def deltas(events: list[dict]) -> list[dict]:
     return [e for e in events if e["type"] == "response.output_text.delta"]
 

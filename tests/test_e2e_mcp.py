@@ -413,7 +413,7 @@ def test_a_cancelled_tool_loop_counts_every_upstream_call(production, demo, clea
     quota counter are charged exactly that."""
     from tests.deployment_setup import provision, quota_counter
     from tests.invariants import check_cancelled_stream
-    from tests.test_e2e_durable import EventReader
+    from tests.test_e2e_durable import cancelled_mid_stream
     from upstreams.token_counting import render_chat
 
     [key] = provision(production, {"mcp-cancel-usage": {
@@ -423,12 +423,8 @@ def test_a_cancelled_tool_loop_counts_every_upstream_call(production, demo, clea
             "input": 'call demo__echo {"text": "hi"}'}
     with httpx.Client(base_url=production.base_url, timeout=30,
                       headers={"Authorization": f"Bearer {key}"}) as api:
-        with api.stream("POST", "/responses", json=body) as response:
-            reader = EventReader(response)
-            reader.read_until(lambda e: e["type"] == "response.output_text.delta")
-            response_id = reader.events[0]["response"]["id"]
-            cancelled = api.post(f"/responses/{response_id}/cancel").json()
-            events = reader.read_to_end()
+        response_id, cancelled, events = cancelled_mid_stream(
+            api, body, lambda e: e["type"] == "response.output_text.delta")
         clean_upstream.release(held)
         stored = api.get(f"/responses/{response_id}").json()
         daily = api.get("/usage").json()["data"][-1]["results"]

@@ -239,7 +239,7 @@ def test_a_run_cancelled_while_it_waits_for_a_slot_used_no_tokens(client, narrow
     (a cut call is counted only once the upstream answered it)."""
     from tests.invariants import check_cancelled_stream
     from tests.mcp_server import McpTestServer
-    from tests.test_e2e_durable import EventReader
+    from tests.test_e2e_durable import cancelled_mid_stream
 
     held = f"bench-4-1-held1-slots{time.time_ns()}"
 
@@ -256,12 +256,8 @@ def test_a_run_cancelled_while_it_waits_for_a_slot_used_no_tokens(client, narrow
         body = {"model": held, "background": True, "stream": True, "input": "third",
                 "tools": [{"type": "mcp", "server_label": "demo", "server_url": demo.url,
                            "require_approval": "never"}]}
-        with client.stream("POST", "/responses", json=body) as response:
-            reader = EventReader(response)
-            reader.read_until(lambda e: e["type"] == "response.output_item.done")
-            response_id = reader.events[0]["response"]["id"]
-            cancelled = client.post(f"/responses/{response_id}/cancel").json()
-            events = reader.read_to_end()
+        response_id, cancelled, events = cancelled_mid_stream(
+            client, body, lambda e: e["type"] == "response.output_item.done")
         narrow_upstream.release(held)
         assert [h.result().json()["status"] for h in holders] == ["completed"] * 2
     demo.stop()
