@@ -27,7 +27,7 @@ import selectors
 import socket
 import time
 
-import django
+from bench.paced_worker import setup
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
 
@@ -35,14 +35,6 @@ EVENT = (b'{"type":"response.output_text.delta","sequence_number":%d,'
          b'"item_id":"msg_0123456789abcdef0123456789abcdef","output_index":0,'
          b'"content_index":0,"delta":"w%d ","logprobs":[]}')
 WARMUP_SECONDS = 2.0
-
-
-def _setup() -> str:
-    redis_url = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379").rstrip("/")
-    url = f"{redis_url}/{int(os.environ.get('BENCH_REDIS_DB', '12'))}"
-    os.environ["REDIS_URL"] = url
-    django.setup()
-    return url
 
 
 def _write(url: str, keys: list[str], pacing: float, start_at: float, seconds: float) -> None:
@@ -143,7 +135,7 @@ def main() -> None:
     parser.add_argument("--pacing", type=int, default=50, help="ms between a stream's entries")
     parser.add_argument("--seconds", type=float, default=10.0)
     args = parser.parse_args()
-    url = _setup()
+    url = setup()
     import redis
 
     redis.Redis.from_url(url).flushdb()

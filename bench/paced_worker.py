@@ -30,7 +30,8 @@ import django
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
 
 
-def _setup() -> str:
+def setup() -> str:
+    """Django set up on the bench's Redis database (TEST_REDIS_URL, BENCH_REDIS_DB): its URL."""
     redis_url = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379").rstrip("/")
     url = f"{redis_url}/{int(os.environ.get('BENCH_REDIS_DB', '12'))}"
     os.environ["REDIS_URL"] = url
@@ -138,7 +139,7 @@ def main() -> None:
     parser.add_argument("--pacing", type=int, default=50)
     parser.add_argument("--profile", default="")
     args = parser.parse_args()
-    url = _setup()
+    url = setup()
     import redis
 
     redis.Redis.from_url(url).flushdb()

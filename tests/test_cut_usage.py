@@ -34,5 +34,6 @@ def test_a_cut_call_is_counted_by_the_estimate_when_its_counter_fails():
                   connect_timeout=1, idle_timeout=1, token_counter="vllm")
     prompt = -(-len(render_chat(BODY).encode()) // 4)  # "<|user|>\ntwelve bytes": 21 bytes
     assert (prompt, cut_usage(route, BODY, ITEMS)) == (
-        6, {"prompt_tokens": 6, "completion_tokens": 13})  # 51 bytes generated
-    assert cut_usage(route, BODY, []) == {"prompt_tokens": 6, "completion_tokens": 0}
+        6, {"prompt_tokens": 6, "completion_tokens": 13, "total_tokens": 19})  # 51 bytes
+    assert cut_usage(route, BODY, []) == {"prompt_tokens": 6, "completion_tokens": 0,
+                                          "total_tokens": 6}

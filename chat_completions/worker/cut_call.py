@@ -45,9 +45,8 @@ async def charge(run, status: str) -> None:
     what its admission is settled with."""
     completion, cut = run.completion, run.cut
     if cut is not None and not completion.turn_reported:
-        usage = await blocking(counted_usage, run.route, cut.body, cut.generated(completion))
-        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-        completion.count_cut_turn(usage)
+        completion.count_cut_turn(await blocking(counted_usage, run.route, cut.body,
+                                                 cut.generated(completion)))
     completion.end_turn()
     if completion.usage:
         run.used_tokens = await blocking(record_usage, run.job, completion.usage, status)

@@ -32,7 +32,8 @@ def counted_usage(route: Route, body: dict, text: str) -> dict:
         estimate = replace(route, token_counter="estimate")
         prompt = count_chat_tokens(estimate, body).tokens
         completion = count_text(estimate, text).tokens if text else 0
-    return {"prompt_tokens": prompt, "completion_tokens": completion}
+    return {"prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion}
 
 
 def generated_text(items: list[dict]) -> str:

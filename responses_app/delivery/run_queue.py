@@ -174,7 +174,7 @@ class RunConsumer:
             done = asyncio.ensure_future(self.client.lrem(self.processing, 1, message))
         else:
             done = asyncio.ensure_future(self._give_back(message))
-        done.add_done_callback(_log_failure)
+        done.add_done_callback(_log_if_failed)
 
     async def _give_back(self, message: bytes) -> None:
         await asyncio.sleep(GIVE_BACK_DELAY_SECONDS)
@@ -182,15 +182,15 @@ class RunConsumer:
         await self.give_back(keys=keys, args=args)
 
 
-def _log_failure(done: asyncio.Future | Exception) -> None:
-    if isinstance(done, Exception):
-        exc = done
-    elif done.cancelled() or done.exception() is None:
-        return
-    else:
-        exc = done.exception()
-    # the worker's clean stop, or the watchdog, gives it back
+def _log_failure(exc: BaseException) -> None:
+    """A taken message's LREM failed: the worker's clean stop, or the watchdog, gives it
+    back."""
     log.warning("run queue: a taken message stays on its processing list: %s", exc)
+
+
+def _log_if_failed(done: asyncio.Future) -> None:
+    if not done.cancelled() and done.exception() is not None:
+        _log_failure(done.exception())
 
 
 _consumer: RunConsumer | None = None
