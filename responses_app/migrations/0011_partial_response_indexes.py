@@ -13,8 +13,9 @@ condition the new row version meets.
   every row is one).
 
 Measured (2026-11-28, bench/README.md "Issue 31, Postgres's part of a response"): with the
-two unused accounting indexes (accounting 0002) 13 index insertions instead of 18 per stored
-response (a chain's first turn), WAL 9.29 -> 8.80-8.84 KB, Postgres CPU of the claim and the store 0.93-0.96x.
+two unused accounting indexes (accounting 0002), 13 index insertions instead of 18 per
+stored response (a chain's first turn; 15 instead of 18 for a continuation), its claim's
+and store's WAL 9.28-9.29 -> 8.79-8.84 KB, their Postgres CPU 0.92-0.96x (three runs).
 
 Not atomic: each index is built CONCURRENTLY before the one it replaces is dropped
 CONCURRENTLY, so a large table keeps taking writes and reads meanwhile. If a build fails
