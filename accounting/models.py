@@ -47,7 +47,10 @@ class ResponseUsage(TokenCounts):
     """The tokens one response used, written once when its run ends."""
 
     response_id = models.CharField(max_length=64, unique=True)
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="response_usage")
+    # No index of its own: usage_tenant_recorded leads with it (each response's usage row
+    # is written into every index of this table; migration 0002).
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="response_usage",
+                               db_index=False)
     api_key_id = models.BigIntegerField(null=True, blank=True)
     model = models.CharField(max_length=200)
     status = models.CharField(max_length=16)

@@ -1,7 +1,7 @@
 """The dashboard's "now": runs in flight and queued, workers alive, and per upstream route
 its runs in flight and its error rate over the last RECENT minutes.
 
-Runs in flight and queued are the responses in those states (the `responses_status_created`
+Runs in flight and queued are the responses in those states (the `responses_not_completed`
 index); the run queue's depth and the live workers are read from Redis (heartbeats), as
 /metrics and /readyz read them. A route's numbers add up those of the models it serves now
 (upstreams.routing): a route changed since counts its recent responses under the new table.

@@ -94,8 +94,18 @@ class StoredResponse(models.Model):
     class Meta:
         db_table = "responses"
         indexes = [
-            models.Index(fields=["previous_response_id"], name="responses_previous"),
-            models.Index(fields=["status", "created_at"], name="responses_status_created"),
+            # Partial (migration 0011): a row enters an index only if it matches its
+            # condition, so a chain's first turn is not in the first, and a completed
+            # response, once stored, not in the second (every write of a row is a new
+            # entry in each index that holds it: the result's UPDATE changes `status` and
+            # `resource`, which responses_item_ids reads, so it is never a HOT update).
+            # Continuations: the admin's timeline. Runs not completed: the watchdog, the
+            # dashboard's now, the browser's status filter (`completed` reads
+            # responses_created, where nearly every row is one).
+            models.Index(fields=["previous_response_id"], name="responses_continuing",
+                         condition=Q(previous_response_id__isnull=False)),
+            models.Index(fields=["status", "created_at"], name="responses_not_completed",
+                         condition=~Q(status=ResponseStatus.COMPLETED)),
             # The admin's response browser: newest first, alone or by one filter.
             models.Index(fields=["created_at"], name="responses_created"),
             models.Index(fields=["model", "-created_at"], name="responses_model_created"),

@@ -1,5 +1,6 @@
 """The browser on 100,000 stored responses: every list filter but text search reads an
-index (no sequential scan of the table), and the pages keep their query counts."""
+index (no sequential scan of the table), and the pages keep their query counts; the
+watchdog's and the timeline's reads take the partial indexes made for them."""
 from datetime import timedelta
 
 import pytest
@@ -8,7 +9,8 @@ from django.db import connection
 from django.utils import timezone
 
 from responses_app.browser.listing import page_query
-from responses_app.models import Tenant
+from responses_app.browser.timeline import LATER_SQL
+from responses_app.models import ResponseStatus, StoredResponse, Tenant
 
 pytestmark = pytest.mark.django_db
 
@@ -55,6 +57,12 @@ def test_on_100000_responses_lists_read_indexes_and_pages_keep_their_queries(
                     {"before": (timezone.now() - timedelta(days=20), "resp_z")}]:
         plan = page_query(filters).explain()
         assert "Seq Scan on responses" not in plan, (filters, plan)
+    running = StoredResponse.objects.filter(status=ResponseStatus.IN_PROGRESS)
+    assert "Index Scan using responses_not_completed" in running.explain()
+    with connection.cursor() as cursor:  # both steps of the walk: the first and r.previous…
+        cursor.execute("EXPLAIN " + LATER_SQL, [f"resp_{1:048x}", alice.pk, alice.pk, 50, 200])
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert plan.count("Index Scan using responses_continuing") == 2, plan
 
     with django_assert_num_queries(4):
         assert admin_client.get("/admin/responses_app/storedresponse/").status_code == 200
