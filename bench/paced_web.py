@@ -12,11 +12,15 @@ response.output_text.delta event's JSON, `t`), every 10 ms the entries due, star
 over one interval; another drains the sockets. Prints this process's CPU (user + system)
 per entry and per second over the middle of the run (the first two seconds and the last
 one left out), the writes (an entry that waited past its stream's next one goes in the
-same write) and the Redis server's XREAD calls and their CPU.
+same write), the Redis server's XREAD calls and their CPU, the flush script's CPU and
+the server's whole CPU (INFO cpu: on a server of the bench's own, the reads' and the
+writes' cost in Redis, the I/O included), and each write's lag behind its last event's
+due time (p50, p99: the writer's 10 ms tick, Redis and the relay's wait).
 
 Redis: `TEST_REDIS_URL` (default 127.0.0.1:6379), database `BENCH_REDIS_DB` (default 12),
-flushed first; its commandstats are reset. `STREAM_FLUSH_INTERVAL_MS` is the shared read's
-wait between reads, as in the web.
+flushed first; its commandstats are reset. The writer child sends the workers' flush
+script (bus/redis_append.py) of the code it runs with. `STREAM_FLUSH_INTERVAL_MS` is the
+shared read's wait between reads, as in the web.
 """
 import argparse
 import asyncio
@@ -38,26 +42,33 @@ WARMUP_SECONDS = 2.0
 
 
 def _write(url: str, keys: list[str], pacing: float, start_at: float, seconds: float) -> None:
-    """Child process: an entry per stream every `pacing` seconds, due ones every 10 ms."""
+    """Child process: an entry per stream every `pacing` seconds, the due ones every 10 ms
+    in one call of the workers' flush script (bus/redis_append.py), as a worker loop's
+    flush at a 10 ms tick sends them."""
     import redis
 
+    from responses_app.bus.entries import Entry
+    from responses_app.bus.redis_append import APPEND_SCRIPT, packed_flush
+
     client = redis.Redis.from_url(url)
+    client.script_load(APPEND_SCRIPT)
+    connection = client.connection_pool.get_connection()
     while time.time() < start_at:
         time.sleep(0.001)
     numbers = dict.fromkeys(keys, 0)
     due = {key: start_at + pacing * n / len(keys) for n, key in enumerate(keys)}
     while time.time() < start_at + seconds:
         now = time.time()
-        pipe = client.pipeline(transaction=False)
+        batch = {}
         for key in keys:
             if due[key] <= now:
                 number = numbers[key]
                 numbers[key] = number + 1
                 due[key] += pacing
-                pipe.xadd(key, {"f": number, "d": EVENT % (number, number),
-                                "t": int(now * 1000)}, id=f"1-{number}")
-        if pipe.command_stack:
-            pipe.execute()
+                batch[key] = Entry(number, number, [EVENT % (number, number)])
+        if batch:
+            connection.send_packed_command([packed_flush(batch, 60_000, 600_000)])
+            connection.read_response()
         time.sleep(0.01)
 
 
@@ -86,11 +97,18 @@ async def _relay(url: str, streams: int, pacing: float, seconds: float) -> dict:
     drainer.start()
     response_ids = [new_id("resp") for _ in range(streams)]
     writes = [0]
+    lags: list[float] = []  # seconds from an entry's due time to its write, last event's
+    start_at = time.time() + 1.0
 
-    def writer(connection: socket.socket):
+    def writer(connection: socket.socket, index: int):
+        offset = start_at + pacing * index / streams
+
         def write(body: bytes) -> None:  # the chunk as Daphne's write sends it
             writes[0] += 1
             connection.send(b"%x\r\n%s\r\n" % (len(body), body))
+            at = body.rindex(b'"sequence_number":') + 18
+            number = int(body[at:body.index(b",", at)])
+            lags.append(time.time() - offset - pacing * number)
         return write
 
     tasks = []
@@ -98,9 +116,9 @@ async def _relay(url: str, streams: int, pacing: float, seconds: float) -> dict:
         connection = socket.create_connection(server.getsockname())
         connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         subscription = await event_bus().subscribe(response_id, -1)
-        write_through(Reply(200, subscription=subscription), writer(connection))
+        write_through(Reply(200, subscription=subscription),
+                      writer(connection, len(tasks)))
         tasks.append(asyncio.ensure_future(_follow(batches(subscription, counted=False))))
-    start_at = time.time() + 1.0
     keys = [f"gw:events:{response_id}" for response_id in response_ids]
     child = multiprocessing.Process(target=_write, args=(url, keys, pacing, start_at, seconds),
                                     daemon=True)
@@ -108,10 +126,16 @@ async def _relay(url: str, streams: int, pacing: float, seconds: float) -> dict:
     client = redis.Redis.from_url(url)
     await asyncio.sleep(start_at - time.time() + WARMUP_SECONDS)
     client.config_resetstat()
+    redis_before = _redis_cpu(client)
     before, written, began = resource.getrusage(resource.RUSAGE_SELF), writes[0], time.time()
+    lags.clear()
     await asyncio.sleep(seconds - WARMUP_SECONDS - 1.0)
     after, done, ended = resource.getrusage(resource.RUSAGE_SELF), writes[0], time.time()
-    xread = client.info("commandstats").get("cmdstat_xread", {"calls": 0, "usec": 0})
+    measured = sorted(lags)
+    redis_cpu = _redis_cpu(client) - redis_before
+    stats = client.info("commandstats")
+    xread = stats.get("cmdstat_xread", {"calls": 0, "usec": 0})
+    evalsha = stats.get("cmdstat_evalsha", {"calls": 0, "usec": 0})
     for task in tasks:
         task.cancel()
     child.kill()
@@ -121,7 +145,14 @@ async def _relay(url: str, streams: int, pacing: float, seconds: float) -> dict:
     entries = streams * elapsed / pacing
     return {"elapsed": elapsed, "entries": entries, "writes": done - written, "cpu": cpu,
             "system": after.ru_stime - before.ru_stime, "xreads": xread["calls"],
-            "xread_usec": xread["usec"]}
+            "xread_usec": xread["usec"], "flush_usec": evalsha["usec"], "redis_cpu": redis_cpu,
+            "lag_p50": measured[len(measured) // 2], "lag_p99": measured[len(measured) * 99 // 100]}
+
+
+def _redis_cpu(client) -> float:
+    """The Redis server's CPU seconds so far (its main thread and the rest)."""
+    info = client.info("cpu")
+    return info["used_cpu_user"] + info["used_cpu_sys"]
 
 
 async def _follow(relayed) -> None:
@@ -153,7 +184,12 @@ def main() -> None:
           f"{1e6 * result['system'] / entries:.1f}), {1e3 * result['cpu'] / result['elapsed']:.0f} "
           f"ms per second; Redis XREAD {result['xreads']} calls, "
           f"{result['xread_usec'] / max(result['xreads'], 1):.0f} us each, "
-          f"{result['xread_usec'] / entries:.2f} us per entry; load {os.getloadavg()[0]:.2f}")
+          f"{result['xread_usec'] / entries:.2f} us per entry; flush script "
+          f"{result['flush_usec'] / entries:.2f} us per entry; Redis CPU "
+          f"{1e6 * result['redis_cpu'] / entries:.1f} us per entry (the whole server); "
+          f"delivery lag p50 {1e3 * result['lag_p50']:.1f} ms, "
+          f"p99 {1e3 * result['lag_p99']:.1f} ms; "
+          f"load {os.getloadavg()[0]:.2f}")
     os._exit(0)  # the children are killed; skip waiting on their pipes
 
 
