@@ -241,11 +241,16 @@ class FakeUpstreamApp:
                     raise _Drop()
                 if i == sc.hold_after:
                     await self._held(send, model, gone)
-                if sc.bad_chunk_after is not None and i < sc.bad_chunk_after:
+                bad = sc.bad_chunk or BAD_CHUNK
+                if sc.bad_chunk_after is not None and i < sc.bad_chunk_after \
+                        and not sc.bad_chunk_apart:
                     continue  # sent with the bad chunk (below)
-                if i == sc.bad_chunk_after:  # the chunks before it and it in one write: one read
+                if i == sc.bad_chunk_after and sc.bad_chunk_apart:  # in a read of its own
+                    await asyncio.sleep(0.05)
+                    await send({"type": "http.response.body", "body": bad, "more_body": True})
+                elif i == sc.bad_chunk_after:  # the chunks before it and it in one write
                     await send({"type": "http.response.body",
-                                "body": b"".join(frames[:i]) + BAD_CHUNK, "more_body": True})
+                                "body": b"".join(frames[:i]) + bad, "more_body": True})
                 await send({"type": "http.response.body", "body": frame, "more_body": True})
             else:
                 if sc.drop_after is not None:  # drop_after >= number of chunks: cut before [DONE]

@@ -10,6 +10,7 @@ from openai import OpenAI
 
 from tests.deployment_setup import provision, quota_counter
 from tests.mcp_server import McpTestServer
+from tests.upstream_scenarios import BAD_SHAPES
 
 HELLO = "Hello, world! How can I help?"
 UPSTREAM_EXTRAS = {"stream": True, "stream_options": {"include_usage": True}}
@@ -378,6 +379,8 @@ def test_langchain_chat_openai_runs_a_tool_loop(production, tenant_key, clean_up
 @pytest.mark.parametrize("model, message", [
     ("fake-drop", "The upstream connection failed mid-stream: the upstream closed the connection"),
     ("fake-bad-chunk", "The upstream sent a malformed stream chunk."),
+    *[(f"fake-bad-shape-{kind}{apart}", "The upstream sent a malformed stream chunk.")
+      for kind in BAD_SHAPES for apart in ("", "-apart")],
 ])
 def test_an_upstream_failing_mid_stream(production, clean_upstream, model, message):
     """The upstream's stream breaks (or turns malformed) after `Hello`: a client waiting for
@@ -385,7 +388,10 @@ def test_an_upstream_failing_mid_stream(production, clean_upstream, model, messa
     then the error, and the tenant is charged each call as a cut one (the route's estimate
     of the request as rendered, and of `Hello` for the streamed call). fake-bad-chunk sends
     the role chunk, `Hello` and the malformed chunk in one write (one read): before, the
-    malformed chunk failed its whole read, and the client got the error alone."""
+    malformed chunk failed its whole read, and the client got the error alone.
+    fake-bad-shape-*: the bad chunk is JSON of the wrong shape (in the same read, or in one
+    of its own after the first delta's): before, it crashed the run (the generic error, and
+    the call charged nothing)."""
     from upstreams.token_counting import render_chat
 
     failed = {"error": {"message": message, "type": "server_error", "param": None,

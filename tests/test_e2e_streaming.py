@@ -5,7 +5,7 @@ import pytest
 
 from tests.oracles import check_sse_stream, validate_response
 from tests.sse import parse_sse
-from tests.upstream_scenarios import SCENARIOS, text_of
+from tests.upstream_scenarios import BAD_SHAPES, SCENARIOS, text_of
 
 TEXT = text_of(SCENARIOS["fake-text"])
 
@@ -110,6 +110,8 @@ FAILED_AFTER_HELLO = [
 @pytest.mark.parametrize("model, message", [
     ("fake-drop", "The upstream connection failed mid-stream: the upstream closed the connection"),
     ("fake-bad-chunk", "The upstream sent a malformed stream chunk."),
+    *[(f"fake-bad-shape-{kind}{apart}", "The upstream sent a malformed stream chunk.")
+      for kind in BAD_SHAPES for apart in ("", "-apart")],
 ])
 def test_mid_stream_failure_is_response_failed_and_stored_failed(api, model, message,
                                                                  clean_upstream):
@@ -118,7 +120,10 @@ def test_mid_stream_failure_is_response_failed_and_stored_failed(api, model, mes
     one is (the route's estimate: UTF-8 bytes / 4 of the request as rendered, and of
     `Hello`), in `response.failed` and the stored response. fake-bad-chunk sends the role
     chunk, `Hello` and the malformed chunk in one write (one read): before, the malformed
-    chunk failed its whole read, and `Hello` was lost (output [], 0 output tokens)."""
+    chunk failed its whole read, and `Hello` was lost (output [], 0 output tokens).
+    fake-bad-shape-*: the bad chunk is JSON of the wrong shape (in the same read, or in one
+    of its own after the first delta's): before, it crashed the run (the generic error, and
+    the cut call uncounted)."""
     from upstreams.token_counting import render_chat
 
     _, raw = stream(api, {"model": model, "input": "hi"})

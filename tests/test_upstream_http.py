@@ -483,6 +483,12 @@ def test_what_the_push_callback_raises_is_raised_as_it_is_and_the_connection_dro
 BAD_LINES = {
     "not json": (b"data: {not json\n\n", "The upstream sent a malformed stream chunk."),
     "not an object": (b"data: [1]\n\n", "The upstream sent a malformed stream chunk."),
+    # JSON objects of the wrong shape that the batches' own look at a read trips on (others
+    # pass, for their reader to fail on: tests/test_e2e_streaming.py)
+    "choices not an array": (b'data: {"choices": 5}\n\n',
+                             "The upstream sent a malformed stream chunk."),
+    "a choice not an object": (b'data: {"choices": [5]}\n\n',
+                               "The upstream sent a malformed stream chunk."),
     "an error": (b'data: {"error": {"message": "overloaded"}}\n\n',
                  "The upstream failed: overloaded"),
 }

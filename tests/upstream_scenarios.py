@@ -32,6 +32,9 @@ Dynamic model names handled by :func:`scenario_for`:
 * ``fake-tool-loop-<n>-held-<tag>`` -- the same, each stream held after its first two chunks
   (the role, then a call's head or the answer's first piece) until the test releases that
   model name;
+* ``fake-bad-shape-<kind>[-apart]`` -- ``fake-bad-chunk``, but its bad chunk is JSON of the
+  wrong shape (BAD_SHAPES), sent with the chunks before it, or (``-apart``) 50 ms after them
+  (each chunk in a write of its own: the bad one in a read after the first delta's);
 * ``fake-flaky-<status>x<n>[-<tag>]`` -- the first ``n`` requests for this exact model name
   fail with HTTP ``status`` (a 429 carries ``retry-after: 0``), later ones are ``fake-text``
   (the server counts per model name: use a fresh tag per test);
@@ -56,6 +59,8 @@ class Scenario:
     drop_after: int | None = None
     # the first `bad_chunk_after` chunks and a malformed one in one write (one read)
     bad_chunk_after: int | None = None
+    bad_chunk: bytes | None = None  # its SSE line (None: one that is not JSON)
+    bad_chunk_apart: bool = False  # the chunks before it one write each, it in a later one
     first_byte_delay: float = 0.0
     pacing: float = 0.0
     hold_after: int | None = None  # chunks sent before the stream waits to be released
@@ -176,6 +181,26 @@ SCENARIOS: dict[str, Scenario] = {
 
 
 # --------------------------------------------------------------------------- dynamic scenarios
+
+# JSON objects that are not stream chunks: `fake-bad-shape-<kind>`'s bad chunk
+BAD_SHAPES = {
+    "choices-number": b'{"choices": 5}',
+    "choice-number": b'{"choices": [5]}',
+    "delta-string": b'{"choices": [{"index": 0, "delta": "x"}]}',
+    "tool-calls-number": b'{"choices": [{"index": 0, "delta": {"tool_calls": 7}}]}',
+    "usage-number": b'{"choices": [], "usage": 5}',
+}
+
+
+@lru_cache(maxsize=32)
+def _bad_shape(model: str) -> Scenario | None:
+    kind = model.removeprefix("fake-bad-shape-").removesuffix("-apart")
+    if not model.startswith("fake-bad-shape-") or kind not in BAD_SHAPES:
+        return None
+    return replace(SCENARIOS["fake-bad-chunk"], chunks=_text(model, HELLO),
+                   bad_chunk=b"data: " + BAD_SHAPES[kind] + b"\n\n",
+                   bad_chunk_apart=model.endswith("-apart"))
+
 
 
 def _part_text(content) -> str:
@@ -323,6 +348,8 @@ def scenario_for(model: str, request_body: dict) -> Scenario:
             return caller
         return replace(caller, **({"drop_after": 2} if model.endswith("-drop")
                                   else {"hold_after": 2}))
+    if bad := _bad_shape(model or ""):
+        return bad
     if m := _BENCH.fullmatch(model or ""):
         return _bench(model, int(m[1]), int(m[2]))
     if m := _HELD.fullmatch(model or ""):

@@ -7,6 +7,8 @@ and usage adds up.
 """
 from dataclasses import dataclass, field
 
+from responses_app.translation.chunk_shape import usage_problem
+
 TEXT_FIELDS = ("content", "reasoning_content", "reasoning", "refusal")  # reasoning: vLLM's
 
 
@@ -38,9 +40,14 @@ class Completion:
         self.system_fingerprint = None
 
     def feed(self, chunk: dict) -> None:
-        """Take one upstream chunk of the current turn."""
-        if chunk.get("usage"):
-            self._turn_usage = chunk["usage"]
+        """Take one upstream chunk of the current turn (a TypeError if its usage is not a
+        usage object: chunk_shape, checked once per turn)."""
+        usage = chunk.get("usage")
+        if usage:
+            problem = usage_problem(usage)
+            if problem is not None:
+                raise TypeError(problem)
+            self._turn_usage = usage
         if chunk.get("system_fingerprint"):
             self.system_fingerprint = chunk["system_fingerprint"]
         for part in chunk.get("choices") or ():

@@ -29,6 +29,7 @@ from responses_app.bus.entries import failure_entry
 from responses_app.delivery.cancellation import cancellation
 from responses_app.errors import APIError, ServerError
 from responses_app.lifecycle import settle
+from responses_app.worker.chunk_batches import SHAPE_ERRORS, malformed_or_raise
 from responses_app.worker.loop import blocking
 from responses_app.worker.upstream import UpstreamRejected, UpstreamStreamFailed, open_chat_stream
 from upstreams.retry_policy import RetryPolicy
@@ -70,6 +71,7 @@ class ChatRun:
         self.cancelled = False
         self.route = None
         self.cut: ChatCutCall | None = None  # the upstream call in progress (cut_call.py)
+        self.charged = False  # its usage committed (the completion's store, or `charge`)
         self.began = time.monotonic()
 
     @property
@@ -111,6 +113,7 @@ class ChatRun:
             await self._settled()
         except Exception:
             log.exception("chat run %s crashed", self.job.id)
+            await charge(self, "failed")
             await self._failed(ServerError(CRASHED))
         finally:
             if watch is not None:
@@ -170,22 +173,28 @@ class ChatRun:
                     # a client waiting for the whole completion learns that its run started
                     # (the front waits for a first entry no longer than for a first byte)
                     await self.emit([comment("started")])
-                await self.emit(self._taken(chunks))
+                events = []
+                try:
+                    self._taken(chunks, events)
+                finally:  # a chunk off shape: what came before it goes out first
+                    await self.emit(events)
                 if self.first_sent and push is not None:
                     await push(self._taken_now)  # the rest of the turn, as it is read
                     break
         self.cut = None
 
-    def _taken(self, chunks: list) -> list:
-        """One read's chunks fed to the completion; the events the client gets of them."""
-        events = []
-        for chunk in chunks:
-            self.completion.feed(chunk)
-            if self.job.stream:
-                forwarded = self._forwarded(chunk)
-                if forwarded is not None:
-                    events.append(forwarded)
-        return events
+    def _taken(self, chunks: list, events: list) -> None:
+        """One read's chunks fed to the completion, the events the client gets of them
+        added to `events`; a chunk off shape stops them with its failure (chunk_batches)."""
+        try:
+            for chunk in chunks:
+                self.completion.feed(chunk)
+                if self.job.stream:
+                    forwarded = self._forwarded(chunk)
+                    if forwarded is not None:
+                        events.append(forwarded)
+        except SHAPE_ERRORS as error:
+            raise malformed_or_raise(chunk, error) from None
 
     def _taken_now(self, chunks: list) -> None:
         """One read's chunks taken and their events put on the bus, not waited for (as
@@ -195,9 +204,12 @@ class ChatRun:
         benchmark's chat worker 0.82-0.89x the CPU per completion (3 pairs, median 0.82x)."""
         if self.cancelled:
             return
-        events = self._taken(chunks)
-        if events:
-            self.writer.put(self.stamper.entry(events))
+        events = []
+        try:
+            self._taken(chunks, events)
+        finally:
+            if events:
+                self.writer.put(self.stamper.entry(events))
 
     def _forwarded(self, chunk: dict) -> dict | None:
         """The chunk as the client gets it, or None."""
@@ -246,6 +258,7 @@ class ChatRun:
             events = self._closing(kept) if self.job.stream else []
         final = self.completion.finished()
         self.used_tokens = await blocking(store_completion, self.job, final)
+        self.charged = True
         await self._settled()
         await self.emit(events + [final], end=True)
 

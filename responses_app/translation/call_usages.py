@@ -7,6 +7,7 @@ A call's usage arrives in its stream (Chat Completions: in the last chunk), so t
 progress may have none yet; one cut before it came (a steer, a cancel) is counted by the
 run (worker/cut_turn.py) and given here. Pure, as the machine.
 """
+from .chunk_shape import usage_problem
 from .usage import sum_chat_usage, usage_from_chat
 
 
@@ -16,7 +17,11 @@ class CallUsages:
         self._done: list[dict] = []        # the calls before it (Chat Completions usage)
 
     def reported(self, chat_usage: dict) -> None:
-        """The call in progress reported its usage."""
+        """The call in progress reported its usage: a TypeError if it is not a usage
+        object (chunk_shape.py: checked once per call, as it comes)."""
+        problem = usage_problem(chat_usage)
+        if problem is not None:
+            raise TypeError(problem)
         self._current = chat_usage
 
     def turn_ended(self) -> None:

@@ -7,10 +7,11 @@ Which item a tool call becomes is `call_kinds`; the items and their events are b
 `custom_tools`, `client_tool_calls` (shell, local shell, apply_patch) and `mcp_events`
 (MCP calls and tool lists); the content part kinds are in `part_kinds`.
 
-`start()` opens the response, `feed(chunk)` turns one decoded chunk into events, `finish()`
-closes whatever is open and ends the response (`finish("steered")`: incomplete, as a
-WebSocket steer stops it), `fail()` ends it as failed, `cancel()` closes what is open and
-leaves the response cancelled (no terminal event exists for that: the stream just ends).
+`start()` opens the response, `feed(chunk, events)` adds one chunk's events to `events` (a
+chunk off shape raises: chunk_shape), `finish()` closes what is open and ends the response
+(`finish("steered")`: incomplete, as a WebSocket steer stops it), `fail()` ends it as
+failed, `cancel()` closes what is open and leaves the response cancelled (no terminal
+event exists for that: the stream just ends).
 Before a steered, cancelled or failed end the run calls `close_cut_turn()` and gives the
 usage it counted of a turn cut before the upstream reported one (`count_cut_turn`). The
 usage of every end is the sum of the run's upstream calls (`call_usages`). Events come
@@ -91,8 +92,8 @@ class ResponseTranslator(GatewayToolSteps):
             {"type": "response.in_progress", "response": self.response},
         ]
 
-    def feed(self, chunk: dict) -> list[dict]:
-        events: list[dict] = []
+    def feed(self, chunk: dict, events: list | None = None) -> list[dict]:
+        events = [] if events is None else events  # a run's, kept if a later piece raises
         if chunk.get("usage"):
             self._usages.reported(chunk["usage"])
         for choice in chunk.get("choices") or ():

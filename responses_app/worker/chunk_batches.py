@@ -7,14 +7,22 @@ the stream; these are never retried.
 A malformed or error chunk fails the stream after the chunks before it: those of its own
 read are handed over first (its batch ends there), then the failure is raised, so what the
 client and the stored response get does not depend on how the upstream's bytes were split
-into reads.
+into reads. A chunk that is JSON but not of a chunk's shape is malformed too; nothing
+checks that as chunks come: where a reader of chunks (here, the runs' translation) fails
+on one with SHAPE_ERRORS, `malformed_or_raise` checks it (translation.chunk_shape).
 """
 import asyncio
+import logging
 
 import orjson
 
 from ..create.nul import may_hold_nul, without_nul
+from ..translation.chunk_shape import chunk_problem
 from .http_stream import StreamedResponse
+
+log = logging.getLogger(__name__)
+# what reading a chunk of the wrong shape raises ({"choices": 5}: TypeError, ...)
+SHAPE_ERRORS = (TypeError, AttributeError, KeyError, ValueError)
 
 
 class UpstreamStreamFailed(Exception):
@@ -127,12 +135,27 @@ class ChunkBatches:
             return None
         if not self.finishing:
             response = self.response
-            if _finish_in(batch):  # it is near the end
-                self.finishing = True
-                response.unpace()
-            elif not response.paced and any(_has_output(chunk) for chunk in batch):
-                response.pace()
+            try:
+                if _finish_in(batch):  # it is near the end
+                    self.finishing = True
+                    response.unpace()
+                elif not response.paced and any(_has_output(chunk) for chunk in batch):
+                    response.pace()
+            except SHAPE_ERRORS as error:
+                return self._cut_at_bad_shape(batch, error)
         return batch
+
+    def _cut_at_bad_shape(self, batch: list, error: Exception) -> list:
+        """The chunks of `batch` before its first chunk off shape, that chunk's failure
+        kept (raised if none is before it); `error` raised again if none is off shape."""
+        bad = next((i for i, chunk in enumerate(batch) if chunk_problem(chunk)), None)
+        if bad is None:
+            raise error
+        failure = malformed_or_raise(batch[bad], error)
+        if bad == 0:
+            raise failure from None
+        self.failure, self.done = failure, True
+        return batch[:bad]
 
 
 def _read_failure(exc: Exception) -> UpstreamStreamFailed:
@@ -151,6 +174,17 @@ def _cut_short() -> UpstreamStreamFailed:
 
 def _malformed() -> UpstreamStreamFailed:
     return UpstreamStreamFailed("server_error", "The upstream sent a malformed stream chunk.")
+
+
+def malformed_or_raise(chunk, error: Exception) -> UpstreamStreamFailed:
+    """Where reading `chunk` raised `error` (one of SHAPE_ERRORS): the malformed chunk's
+    failure if the chunk is off shape; else `error` raised again (the gateway's own bug,
+    for its run's crash path to log)."""
+    problem = chunk_problem(chunk)
+    if problem is None:
+        raise error
+    log.warning("the upstream sent a chunk off shape: %s", problem)
+    return _malformed()
 
 
 def _has_output(chunk: dict) -> bool:

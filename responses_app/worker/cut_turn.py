@@ -1,12 +1,16 @@
-"""A steered, cancelled or failed run's end: the upstream call cut mid-stream (CutTurn: by
-the steer or the cancel, or by the upstream itself, whose stream broke, timed out or sent a
-malformed chunk after it answered) is counted when the upstream reported no usage for it
-(context.cut_usage: why), so such a response's usage is, as any other's, the tokens of
-every upstream call of its run."""
+"""A steered, cancelled, failed or crashed run's end: the upstream call cut mid-stream
+(CutTurn: by the steer or the cancel, by the upstream itself, whose stream broke, timed out
+or sent a malformed chunk after it answered, or by the run's own bug) is counted when the
+upstream reported no usage for it (context.cut_usage: why), so such a response's usage is,
+as any other's, the tokens of every upstream call of its run. A count that fails is
+logged, and the run ends as it would have, without that call's tokens."""
+import logging
 from dataclasses import dataclass
 
 from ..context.cut_usage import cut_usage
 from .loop import blocking
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -25,6 +29,10 @@ async def close_cut_turn(streaming) -> list[dict]:
     events, usage_missing = translator.close_cut_turn()
     if turn is not None and usage_missing:
         generated = translator.response["output"][turn.first_item:]
-        translator.count_cut_turn(await blocking(cut_usage, streaming.route, turn.body,
-                                                 generated))
+        try:
+            translator.count_cut_turn(await blocking(cut_usage, streaming.route, turn.body,
+                                                     generated))
+        except Exception:
+            log.exception("run %s: its cut upstream call could not be counted",
+                          streaming.job.id)
     return events

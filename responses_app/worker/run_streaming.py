@@ -38,6 +38,7 @@ from ..translation.state_machine import TranslatorOptions
 from .run_claim import Claim, RunNotClaimed
 from .cut_turn import CutTurn, close_cut_turn
 from .run_context import fitted_body
+from .chunk_batches import SHAPE_ERRORS, malformed_or_raise
 from .upstream import UpstreamRejected, UpstreamStreamFailed, open_chat_stream
 from .upstream_span import chat_span
 
@@ -167,12 +168,15 @@ class Streaming:
         return Ending("finished", self.translator.fail(code, rejected.message))
 
     async def _crashed(self) -> Ending:
+        """The run's own bug: it fails, its cut call counted (cut_turn.py), unless nothing
+        of it is out and its client waits for the answer (a 500, nothing stored)."""
         if not self.started and not self.job.background:
             return Ending("rejected", rejected=UpstreamRejected(CRASHED, status=500,
                                                                 code="server_error"))
         if not self.started:
             await self.emit(self.translator.start(), urgent=False)
-        return Ending("finished", self.translator.fail("server_error", CRASHED))
+        return Ending("finished", await close_cut_turn(self)
+                      + self.translator.fail("server_error", CRASHED))
 
     async def _turns(self) -> None:
         """The upstream turns of one response, up to (not including) its end: one turn, or
@@ -216,10 +220,15 @@ class Streaming:
             await self.emit(self.translator.start(), urgent=False)
         first_delta_sent = False
         push = getattr(batches, "push", None)
+        feed = self.translator.feed
         async for chunks in batches:
             events = []
-            for chunk in chunks:
-                events += self.translator.feed(chunk)
+            try:
+                for chunk in chunks:
+                    feed(chunk, events)
+            except SHAPE_ERRORS as error:  # what came before the chunk goes out first
+                await self.emit(events, urgent=False)
+                raise malformed_or_raise(chunk, error) from None
             first = None if first_delta_sent else _first_delta(events)
             if first is None:
                 await self.emit(events, urgent=False)
@@ -239,10 +248,15 @@ class Streaming:
         once the run is stopping: its task, cancelled, has not run yet."""
         if self.stopped is not None:
             return
-        translator = self.translator
+        feed = self.translator.feed
         events = []
-        for chunk in chunks:
-            events += translator.feed(chunk)
+        try:
+            for chunk in chunks:
+                feed(chunk, events)
+        except SHAPE_ERRORS as error:  # what came before the chunk goes out first
+            if events:
+                self.writer.put(stamped_entry(self.stamper, events))
+            raise malformed_or_raise(chunk, error) from None
         if events:
             self.writer.put(stamped_entry(self.stamper, events))
 
