@@ -197,8 +197,10 @@ def test_embedded_signs_the_chunks_an_upgrade_left_unsigned(embedded, embedded_d
     text = " ".join(f"word{n % 97} fox{n % 13}" for n in range(300))
     uploaded = embedded.post("/files", data={"purpose": "assistants"},
                              files={"file": ("many.txt", text.encode())}).json()
-    store = embedded.post("/vector_stores", json={"file_ids": [uploaded["id"]], "chunking_strategy": {
-        "type": "static", "static": {"max_chunk_size_tokens": 100, "chunk_overlap_tokens": 0}}}).json()
+    strategy = {"type": "static",
+                "static": {"max_chunk_size_tokens": 100, "chunk_overlap_tokens": 0}}
+    store = embedded.post("/vector_stores", json={"file_ids": [uploaded["id"]],
+                                                  "chunking_strategy": strategy}).json()
     wait_for(lambda: embedded.get(f"/vector_stores/{store['id']}").json()["status"] == "completed",
              "the file to be ingested")
     unsigned, ingested = orjson.loads(
