@@ -79,6 +79,9 @@ EMBEDDING_REQUEST_DIMENSIONS = env.bool("EMBEDDING_REQUEST_DIMENSIONS", default=
 # An ingestion task's claim on a file; older, another task may take the file over.
 INGESTION_CLAIM_SECONDS = env.int("INGESTION_CLAIM_SECONDS", default=900)
 EMBEDDED_INGESTION_THREADS = env.int("EMBEDDED_INGESTION_THREADS", default=2)
+# Without Redis (no celery beat): how often a thread of the process signs the chunks an
+# upgrade left without sign bits (vector_stores/sign_backfill.py), as beat's task does; 0: never.
+EMBEDDED_SIGN_INTERVAL_SECONDS = env.float("EMBEDDED_SIGN_INTERVAL_SECONDS", default=60.0)
 # Stores of at most this many chunks (together) are searched exactly, larger ones by the
 # HNSW index (vector_stores/search.py).
 VECTOR_SEARCH_EXACT_MAX_CHUNKS = env.int("VECTOR_SEARCH_EXACT_MAX_CHUNKS", default=10_000)

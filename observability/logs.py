@@ -25,6 +25,6 @@ def logging_config(level: str, library_level: str, json: bool, trace_ids: bool =
         "root": {"handlers": ["console"], "level": library_level},
         "loggers": {name: {"level": level}
                     for name in ("responses_app", "mcp_tools", "accounting", "observability",
-                                 "upstreams", "gateway")},
+                                 "upstreams", "gateway", "vector_stores")},
     }
 

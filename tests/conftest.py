@@ -12,6 +12,11 @@ import redis
 # The test process itself imports the ASGI app (in-process API tests): no watchdog thread
 # there; the deployments the tests start run theirs.
 os.environ["WATCHDOG_ENABLED"] = "0"
+# nor the embedded sign backfill's (pytest-django read the settings before this file)
+os.environ["EMBEDDED_SIGN_INTERVAL_SECONDS"] = "0"
+from django.conf import settings  # noqa: E402
+
+settings.EMBEDDED_SIGN_INTERVAL_SECONDS = 0.0
 
 from tests.fake_upstream import FakeUpstream  # noqa: E402
 from tests.servers import (  # noqa: E402

@@ -30,7 +30,8 @@ SPARE_REDIS_DB = REDIS_DB_BASE
 
 # What production settings require (gateway/checks.py) and a test deployment, served on
 # 127.0.0.1, has: its host name and a secret key.
-DEPLOYMENT_DEFAULTS = {"ALLOWED_HOSTS": "127.0.0.1", "SECRET_KEY": "test-secret-key-" + "x" * 40}
+DEPLOYMENT_DEFAULTS = {"ALLOWED_HOSTS": "127.0.0.1", "SECRET_KEY": "test-secret-key-" + "x" * 40,
+                       "EMBEDDED_SIGN_INTERVAL_SECONDS": "60"}
 
 
 def free_port() -> int:

@@ -15,7 +15,7 @@ from tests.upstream_scenarios import SCENARIOS, text_of
 
 
 @pytest.fixture(scope="module")
-def embedded(upstream, tmp_path_factory):
+def embedded_deployment(upstream, tmp_path_factory):
     workdir = tmp_path_factory.mktemp("embedded")
     # Not under pytest's basetemp: as root the server runs as the user `pgserver`, who must
     # reach the data directory, and a pytest session starting beside this one (another
@@ -24,17 +24,22 @@ def embedded(upstream, tmp_path_factory):
     deployment = Deployment(workdir, {
         "EMBEDDED_PGDATA": str(pgdata),
         "UPSTREAM_BASE_URL": upstream.base_url,
+        "EMBEDDED_SIGN_INTERVAL_SECONDS": "1",  # the sign backfill's timer (60 s by default)
     }, worker=False)
     deployment.manage("migrate", "-v0")
-    key = deployment.new_api_key("solo")
+    deployment.api_key = deployment.new_api_key("solo")
     deployment.start()
-    with httpx.Client(base_url=deployment.base_url, timeout=30,
-                      headers={"Authorization": f"Bearer {key}"}) as client:
-        yield client
+    yield deployment
     deployment.stop()
     # the last process using the embedded server stopped it on its way out
     assert_embedded_postgres_stopped(pgdata)
     shutil.rmtree(pgdata.parent)
+
+
+@pytest.fixture(scope="module")
+def embedded(embedded_deployment):
+    with embedded_deployment.client(embedded_deployment.api_key) as client:
+        yield client
 
 
 def test_embedded_streams_stores_and_chains(embedded, clean_upstream):
@@ -165,3 +170,50 @@ def test_embedded_ingests_on_its_own_threads_into_pgvector(embedded):
     found = embedded.post(f"/vector_stores/{store['id']}/search", json={"query": "fox"}).json()
     assert [(r["filename"], r["score"], r["content"]) for r in found["data"]] == [
         ("fox.txt", 1.0, [{"type": "text", "text": "The quick brown fox."}])]
+
+
+EXPECTED_CHUNKS = 6  # the text below, in chunks of 100 tokens
+UNSIGN = """
+import json
+from vector_stores.models import Chunk
+chunks = Chunk.objects.filter(store_id=%r)
+ingested = dict(chunks.values_list("pk", "signs"))
+print(json.dumps([chunks.update(signs=None), {str(pk): bits for pk, bits in ingested.items()}]))
+"""
+SIGNS = """
+import json
+from vector_stores.models import Chunk
+chunks = Chunk.objects.filter(store_id=%r)
+print(json.dumps({str(pk): bits for pk, bits in chunks.values_list("pk", "signs")}))
+"""
+
+
+def test_embedded_signs_the_chunks_an_upgrade_left_unsigned(embedded, embedded_deployment):
+    """No celery beat here: the process signs on its own timer the chunks stored without
+    sign bits (vector_stores/sign_backfill.py: simulated by setting them NULL), the bits
+    ingestion wrote, all of them in one run."""
+    from tests.test_e2e_durable import wait_for
+
+    text = " ".join(f"word{n % 97} fox{n % 13}" for n in range(300))
+    uploaded = embedded.post("/files", data={"purpose": "assistants"},
+                             files={"file": ("many.txt", text.encode())}).json()
+    strategy = {"type": "static",
+                "static": {"max_chunk_size_tokens": 100, "chunk_overlap_tokens": 0}}
+    store = embedded.post("/vector_stores", json={"file_ids": [uploaded["id"]],
+                                                  "chunking_strategy": strategy}).json()
+    wait_for(lambda: embedded.get(f"/vector_stores/{store['id']}").json()["status"] == "completed",
+             "the file to be ingested")
+    unsigned, ingested = orjson.loads(
+        embedded_deployment.manage("shell", "-c", UNSIGN % store["id"]).splitlines()[-1])
+    assert (unsigned, len(ingested)) == (EXPECTED_CHUNKS, EXPECTED_CHUNKS)
+    assert all(bits is not None and len(bits) == 1536 for bits in ingested.values())
+
+    def signs():
+        return orjson.loads(embedded_deployment.manage(
+            "shell", "-c", SIGNS % store["id"]).splitlines()[-1])
+
+    wait_for(lambda: None not in signs().values(), "the timer to sign them")
+    assert signs() == ingested
+    lines = [orjson.loads(line)["message"] for line in embedded_deployment.logs().splitlines()
+             if "stored without sign bits" in line]
+    assert lines == [f"signed {EXPECTED_CHUNKS} vector store chunks stored without sign bits"]

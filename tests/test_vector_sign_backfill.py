@@ -16,7 +16,7 @@ from tests.test_vector_store_search import alice, ingested_store, stores_setting
 from vector_stores import sign_bits as sign_bits_module
 from vector_stores.models import Chunk
 from vector_stores.search import search_stores
-from vector_stores.sign_backfill import SIGN_BATCH, sign_batch
+from vector_stores.sign_backfill import SIGN_BATCH, sign_batch, start_embedded_thread
 from vector_stores.sign_bits import sign_bits
 from vector_stores.statements import Statement, run_together
 from vector_stores.tasks import sign_unsigned_chunks
@@ -126,6 +126,13 @@ def test_beat_runs_the_backfill_every_minute(settings):
         "task": "vector_stores.sign_unsigned_chunks", "schedule": 60.0,
         "options": {"expires": 60.0}}
     assert sign_unsigned_chunks.name == "vector_stores.sign_unsigned_chunks"
+
+
+def test_the_embedded_timer_is_off_at_0(settings):
+    """The test process runs none (conftest: 0); the embedded mode's own run is
+    test_e2e_embedded.test_embedded_signs_the_chunks_an_upgrade_left_unsigned."""
+    assert settings.EMBEDDED_SIGN_INTERVAL_SECONDS == 0
+    assert start_embedded_thread() is False
 
 
 @pytest.mark.django_db(transaction=True)

@@ -91,7 +91,11 @@ class VectorStoreFile(models.Model):
 class Chunk(models.Model):
     """One chunk of an ingested file: text, embedding, full-text vector."""
 
-    store = models.ForeignKey(VectorStore, on_delete=models.CASCADE, related_name="chunks")
+    # no index of its own: vector_store_chunks_file leads with it (migration 0004)
+    store = models.ForeignKey(VectorStore, on_delete=models.CASCADE, related_name="chunks",
+                              db_index=False)
+    # its own index kept: the filtered text ranking's bitmap reads it in half the pages of
+    # vector_store_chunks_signs' (deduplicated; bench/README.md, "Duplicate indexes")
     store_file = models.ForeignKey(VectorStoreFile, on_delete=models.CASCADE,
                                    related_name="chunks")
     position = models.PositiveIntegerField()  # its order in the file

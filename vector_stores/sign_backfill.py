@@ -16,10 +16,22 @@ bits"): 555 chunks a second on a 100,000-chunk table of this 2-core machine (bat
 The bits are computed in SQL from `embedding::real[]` (pgvector 0.6.2 has no
 binary_quantize), as sign_bits.sign_bits computes them at ingestion: '1' where a
 coordinate is > 0 (tests/test_vector_sign_backfill.py compares the two).
+
+The embedded mode (no Redis, so no celery beat) runs the same on a timer instead: a daemon
+thread of its one process (start_embedded_thread, from gateway/asgi.py), a run at start then
+one every EMBEDDED_SIGN_INTERVAL_SECONDS, each at most SECONDS (three quarters of a shorter
+interval). Cancel-safe as beat's runs are: a batch is one transaction, so a process stopped
+in the middle of one (its embedded PostgreSQL stopped in fast mode, or the process killed)
+leaves that batch unsigned, rolled back, for the next start; nothing half-written.
 """
+import logging
+import threading
 import time
 
-from django.db import connection, transaction
+from django.conf import settings
+from django.db import close_old_connections, connection, transaction
+
+log = logging.getLogger(__name__)
 
 BATCH = 1000  # chunks a transaction: ~1.8 s each here (each re-inserted in the HNSW index)
 SECONDS = 45.0  # a run's time, under the beat's 60 s
@@ -52,3 +64,31 @@ def sign_unsigned(size: int = BATCH, seconds: float = SECONDS) -> int:
         signed += batch
         if batch < size or time.monotonic() >= deadline:
             return signed
+
+
+def start_embedded_thread() -> bool:
+    """Embedded: sign the unsigned chunks on a daemon thread of this process, on
+    EMBEDDED_SIGN_INTERVAL_SECONDS's timer (0: not at all); whether it started."""
+    interval = settings.EMBEDDED_SIGN_INTERVAL_SECONDS
+    if interval <= 0:
+        return False
+    threading.Thread(target=sign_on_a_timer, args=(interval,), name="sign-backfill",
+                     daemon=True).start()
+    return True
+
+
+def sign_on_a_timer(interval: float) -> None:
+    """A run of sign_unsigned at once, then one every `interval` seconds, forever; each at
+    most SECONDS, and at most three quarters of `interval` (the rest left to serving)."""
+    seconds = min(SECONDS, 0.75 * interval)
+    while True:
+        started = time.monotonic()
+        try:
+            signed = sign_unsigned(BATCH, seconds)
+            if signed:
+                log.info("signed %d vector store chunks stored without sign bits", signed)
+        except Exception as exc:  # the database away: the next run tries again
+            log.warning("signing the unsigned vector store chunks failed: %s", exc)
+        finally:
+            close_old_connections()
+        time.sleep(max(interval - (time.monotonic() - started), interval / 4))

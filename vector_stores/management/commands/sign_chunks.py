@@ -1,5 +1,5 @@
 """`manage.py sign_chunks`: sign now the chunks an upgrade left without sign bits (what the
-periodic beat task does 45 s at a time), e.g. in the embedded mode, which runs no beat."""
+periodic beat task, or the embedded mode's timer, does 45 s at a time)."""
 from django.core.management.base import BaseCommand
 
 from vector_stores.sign_backfill import BATCH, sign_unsigned
