@@ -188,18 +188,22 @@ def test_a_cancel_while_the_summary_streams_closes_it_and_counts_it(api, clean_u
     assert stored["usage"]["output_tokens"] == 1
 
 
-def test_a_summary_broken_mid_stream_fails_the_response_and_counts_it(api, clean_upstream):
-    """The summary's stream breaks after its first piece (`Hello`, no usage chunk): the
-    response fails in its stream, its usage the summary call's, counted as a cut turn's.
+@pytest.mark.parametrize("model", ["fake-drop", "fake-bad-shape-delta-string",
+                                   "fake-bad-shape-usage-number"])
+def test_a_summary_broken_mid_stream_fails_the_response_and_counts_it(
+        api, clean_upstream, model):
+    """The summary's stream breaks after its first piece (`Hello`, no usage chunk): cut, or
+    a chunk off shape (a malformed stream, as for a turn). The response fails in its
+    stream, its usage the summary call's, counted as a cut turn's.
     (Its compaction item is left without its `output_item.done`: docs/behaviour.md's known
     gap, hence the events read as they are, not through check_sse_stream.)"""
     from tests.sse import parse_sse
 
     reply = api.post("/responses", json={
-        "model": "fake-drop", "stream": True,
+        "model": model, "stream": True,
         "input": [user("remember the beta plan"), {"type": "compaction_trigger"}]})
     events = parse_sse(reply.content).events
-    summary_body = {"model": "fake-drop", "stream": True,
+    summary_body = {"model": model, "stream": True,
                     "stream_options": {"include_usage": True},
                     "messages": [user("remember the beta plan"), user(COMPACTION_PROMPT)]}
     assert chats(clean_upstream) == [summary_body]
@@ -207,7 +211,11 @@ def test_a_summary_broken_mid_stream_fails_the_response_and_counts_it(api, clean
         "response.created", "response.in_progress", "response.output_item.added",
         "response.compaction.compacting", "response.failed"]
     final = events[-1]["response"]
-    assert (final["status"], final["error"]["code"]) == ("failed", "server_error")
+    malformed = "The upstream sent a malformed stream chunk."
+    assert (final["status"], final["error"]) == ("failed", {"code": "server_error", "message": (
+        "The upstream connection failed mid-stream: the upstream closed the connection"
+        if model == "fake-drop"
+        else malformed)})
     assert final["usage"] == estimated(summary_body, "Hello")
     assert api.get(f"/responses/{final['id']}").json()["usage"] == final["usage"]
 
