@@ -201,7 +201,7 @@ def test_a_compaction_trigger_compacts_before_the_answer(openai_client, clean_up
         input=[{"role": "user", "content": "gamma"}, {"type": "compaction_trigger"}])
     assert [item.type for item in answer.output] == ["compaction", "message"]
     summary, reply = [request["body"] for request in clean_upstream.requests()]
-    assert (summary["stream"], reply["stream"]) == (False, True)
+    assert (summary["stream"], reply["stream"]) == (True, True)
     history = [{"role": "user", "content": "alpha beta"},
                {"role": "assistant", "content": "user: alpha beta"},
                {"role": "user", "content": "gamma"}]

@@ -67,11 +67,11 @@ def test_compact_keeps_the_recent_user_messages_and_seals_the_summary(sdk, clean
     # COMPACTION_KEEP_USER_CHARS=40: the newest user message only (always kept)
     assert [(m.role, m.content[0].text) for m in kept] == [("user", CONVERSATION[2]["content"])]
     assert item.type == "compaction" and item.encrypted_content
-    assert chats(clean_upstream) == [{
-        "model": "fake-echo", "stream": False,
+    assert chats(clean_upstream) == [{  # streamed, as a run's turns and summaries are
+        "model": "fake-echo", "stream": True, "stream_options": {"include_usage": True},
         "messages": [*CONVERSATION, user(COMPACTION_PROMPT)]}]
-    usage = compacted.usage
-    assert usage.total_tokens == usage.input_tokens + usage.output_tokens
+    usage = compacted.usage  # the fake's usage chunk: 12 + 3, as its non-streamed answer said
+    assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (12, 3, 15)
 
 
 def test_a_compacted_input_sends_the_summary_in_place_of_the_history(api, sdk, clean_upstream):

@@ -1,7 +1,10 @@
 """Long sessions on the production path, the run's side: truncation and
 context_length_exceeded against a route's window, server-side compaction
-(context_management) streamed first, and the Agents SDK's compaction session, with the exact
-requests the fake upstream received (the deployment: tests/context_deployment.py)."""
+(context_management) streamed first, its summary call cancelled or broken mid-stream (closed,
+and counted once), and the Agents SDK's compaction session, with the exact requests the fake
+upstream received (the deployment: tests/context_deployment.py)."""
+import time
+
 import pytest
 
 from responses_app.context.compaction_items import COMPACTION_PREFIX
@@ -121,12 +124,14 @@ def test_crossing_the_threshold_compacts_first_and_streams_the_compaction(
     bodies = [(r["path"], r["body"]) for r in clean_upstream.requests()]
     assert bodies[0] == ("/tokenize", {"model": "fake-echo", "add_generation_prompt": True,
                                        "messages": history})  # 15 tokens > 10
-    assert bodies[1] == ("/v1/chat/completions", {
-        "model": "fake-echo", "stream": False, "messages": [*history, user(COMPACTION_PROMPT)]})
+    assert bodies[1] == ("/v1/chat/completions", {  # streamed, as a turn
+        "model": "fake-echo", "stream": True, "stream_options": {"include_usage": True},
+        "messages": [*history, user(COMPACTION_PROMPT)]})
     assert bodies[2][0] == "/tokenize"
     assert bodies[3][1]["messages"] == [
         {"role": "system", "content": COMPACTION_PREFIX + summary}, user("six")]
     answer = final["output"][1]["content"][0]["text"]
+    assert final["usage"] == usage(12 + 12, 3 + 3)  # the summary's usage chunk, the answer's
 
     clean_upstream.clear()  # the chain goes on from the compaction, without context_management
     api.post("/responses", json={"model": "fake-echo", "input": "seven",
@@ -134,6 +139,85 @@ def test_crossing_the_threshold_compacts_first_and_streams_the_compaction(
     assert chats(clean_upstream)[0]["messages"] == [
         {"role": "system", "content": COMPACTION_PREFIX + summary}, user("six"),
         {"role": "assistant", "content": answer}, user("seven")]
+
+
+def usage(input_tokens: int, output_tokens: int) -> dict:
+    return {"input_tokens": input_tokens,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens": output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": input_tokens + output_tokens}
+
+
+def estimated(summary_body: dict, generated: str) -> dict:
+    """The usage of a summary call cut before its usage chunk, as the default route counts
+    it (its estimate: UTF-8 bytes / 4 of the request as rendered, and of what it wrote)."""
+    from upstreams.token_counting import render_chat
+
+    return usage(-(-len(render_chat(summary_body).encode()) // 4),
+                 -(-len(generated.encode()) // 4))
+
+
+def test_a_cancel_while_the_summary_streams_closes_it_and_counts_it(api, clean_upstream):
+    """Cancelled while the compaction's summary streams (held after its first chunk,
+    `w0 `): its connection is closed at once, the response ends cancelled, and its usage
+    is the summary call's, counted as a cut turn's (no usage chunk came)."""
+    from tests.test_e2e_durable import cancelled_mid_stream, wait_for
+
+    held = f"bench-4-1-held1-summary{time.time_ns()}"
+    body = {"model": held, "background": True, "stream": True,
+            "input": [user("remember the alpha plan"), {"type": "compaction_trigger"}]}
+
+    def summary_streaming(event: dict) -> bool:
+        if event["type"] != "response.compaction.compacting":
+            return False
+        return wait_for(lambda: clean_upstream.stats()["in_flight"] == 1, "the summary stream")
+
+    response_id, cancelled, events = cancelled_mid_stream(api, body, summary_streaming)
+    wait_for(lambda: clean_upstream.stats()["disconnects"] == 1, "the upstream to see the close")
+    clean_upstream.release(held)
+    summary_body = {"model": held, "stream": True, "stream_options": {"include_usage": True},
+                    "messages": [user("remember the alpha plan"), user(COMPACTION_PROMPT)]}
+    assert chats(clean_upstream) == [summary_body]  # and no turn after it
+    assert clean_upstream.stats()["completed"] == 0
+    assert [e["type"] for e in events] == [
+        "response.created", "response.in_progress", "response.output_item.added",
+        "response.compaction.compacting"]
+    stored = api.get(f"/responses/{response_id}").json()
+    assert cancelled["status"] == stored["status"] == "cancelled"
+    assert cancelled["usage"] == stored["usage"] == estimated(summary_body, "w0 ")
+    assert stored["usage"]["output_tokens"] == 1
+
+
+@pytest.mark.parametrize("model", ["fake-drop", "fake-bad-shape-delta-string",
+                                   "fake-bad-shape-usage-number"])
+def test_a_summary_broken_mid_stream_fails_the_response_and_counts_it(
+        api, clean_upstream, model):
+    """The summary's stream breaks after its first piece (`Hello`, no usage chunk): cut, or
+    a chunk off shape (a malformed stream, as for a turn). The response fails in its
+    stream, its usage the summary call's, counted as a cut turn's.
+    (Its compaction item is left without its `output_item.done`: docs/behaviour.md's known
+    gap, hence the events read as they are, not through check_sse_stream.)"""
+    from tests.sse import parse_sse
+
+    reply = api.post("/responses", json={
+        "model": model, "stream": True,
+        "input": [user("remember the beta plan"), {"type": "compaction_trigger"}]})
+    events = parse_sse(reply.content).events
+    summary_body = {"model": model, "stream": True,
+                    "stream_options": {"include_usage": True},
+                    "messages": [user("remember the beta plan"), user(COMPACTION_PROMPT)]}
+    assert chats(clean_upstream) == [summary_body]
+    assert [e["type"] for e in events] == [
+        "response.created", "response.in_progress", "response.output_item.added",
+        "response.compaction.compacting", "response.failed"]
+    final = events[-1]["response"]
+    malformed = "The upstream sent a malformed stream chunk."
+    assert (final["status"], final["error"]) == ("failed", {"code": "server_error", "message": (
+        "The upstream connection failed mid-stream: the upstream closed the connection"
+        if model == "fake-drop"
+        else malformed)})
+    assert final["usage"] == estimated(summary_body, "Hello")
+    assert api.get(f"/responses/{final['id']}").json()["usage"] == final["usage"]
 
 
 # --- the Agents SDK's compaction session -------------------------------------------------

@@ -333,3 +333,38 @@ def test_a_chain_of_item_references_stays_on_one_replica(client, second_upstream
                     {"type": "item_reference", "id": output[-1]["id"]}]
     assert sorted(len(requests_for(server, "pool-refs"))
                   for server in (second_upstream, narrow_upstream)) == [0, 3]
+
+
+def test_a_summary_waits_for_the_routes_slot_and_cancelled_there_used_no_tokens(
+        client, narrow_upstream):
+    """A compaction's summary is an upstream call of the route like any turn: with the
+    route's two slots held, it waits (nothing reaches the upstream); cancelled there, the
+    response ends cancelled with no usage (a call counts once the upstream answered it)."""
+    from tests.test_e2e_durable import cancelled_mid_stream
+
+    held = f"bench-4-1-held1-summaryslots{time.time_ns()}"
+
+    def hold_a_slot(i):
+        return client.post("/responses", json={"model": held, "input": f"hold {i}"})
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        holders = [pool.submit(hold_a_slot, i) for i in range(2)]
+        deadline = time.monotonic() + 10
+        while narrow_upstream.stats()["in_flight"] < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert narrow_upstream.stats()["in_flight"] == 2
+        body = {"model": held, "background": True, "stream": True,
+                "input": [{"role": "user", "content": "third"}, {"type": "compaction_trigger"}]}
+        response_id, cancelled, events = cancelled_mid_stream(
+            client, body, lambda e: e["type"] == "response.compaction.compacting")
+        assert narrow_upstream.stats()["in_flight"] == 2  # the holders only
+        narrow_upstream.release(held)
+        assert [h.result().json()["status"] for h in holders] == ["completed"] * 2
+    assert [e["type"] for e in events] == [
+        "response.created", "response.in_progress", "response.output_item.added",
+        "response.compaction.compacting"]
+    assert cancelled["status"] == "cancelled"
+    assert cancelled["usage"] is None
+    assert client.get(f"/responses/{response_id}").json()["usage"] is None
+    assert sorted(r["body"]["messages"][-1]["content"]
+                  for r in requests_for(narrow_upstream, held)) == ["hold 0", "hold 1"]

@@ -216,7 +216,7 @@ def test_tools_a_search_loaded_stay_loaded_after_a_server_side_compaction(api, c
     compaction, said, function_call = second["output"]
     assert (compaction["type"], function_call["name"]) == ("compaction", "lookup_order")
     summary, reply = chat_requests(clean_upstream)
-    assert (summary["stream"], [t["function"]["name"] for t in reply["tools"]]) == (False, LOADED)
+    assert (summary["stream"], [t["function"]["name"] for t in reply["tools"]]) == (True, LOADED)
     # the search the compaction carries, right after its summary
     assert reply["messages"] == [
         SUMMARY, *search_turn_messages(call, None, LOADED_TEXT_CRM),  # its text summarized

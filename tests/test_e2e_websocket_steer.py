@@ -330,3 +330,49 @@ def test_a_steer_during_a_tool_call_counts_the_calls_made(ws, api, clean_upstrea
              "total_tokens": 14}
     assert first["usage"] == api.get(f"/responses/{target['id']}").json()["usage"] == usage
     assert successor["output"][-1]["content"][0]["text"] == "No tools."
+
+
+def test_a_steer_while_the_summary_streams_closes_it_and_counts_it(ws, clean_upstream):
+    """Steered while its compaction's summary streams (held after its first chunk, `w0 `):
+    the summary's connection is closed at once, the response ends `incomplete` (`steered`),
+    and its usage is the summary call's, counted as a cut turn's (no usage chunk came: the
+    default route's estimate). Its compaction item stays as it was opened (docs/behaviour.md's
+    known gap), hence the events read as they are."""
+    from responses_app.context.summary import COMPACTION_PROMPT
+
+    held = f"bench-4-1-held1-steersummary{time.time_ns()}"
+    send(ws, model=held, input=[{"role": "user", "content": "remember the gamma plan"},
+                                {"type": "compaction_trigger"}])
+    target = {}
+
+    def steer_while_summarizing(frame):
+        if frame["type"] == "response.created":
+            target.setdefault("id", frame["response"]["id"])
+        if frame["type"] == "response.compaction.compacting":
+            wait_for(lambda: clean_upstream.stats()["in_flight"] == 1, "the summary stream")
+            steer(ws, target["id"], [{"role": "user", "content": "and delta"}])
+        if frame["type"] == "response.incomplete":  # the summary's stream closed; the
+            wait_for(lambda: clean_upstream.stats()["disconnects"] == 1,  # successor held
+                     "the upstream to see the summary's close")
+            clean_upstream.release(held)
+
+    responses, steers = read_until(ws, lambda done: len(done) == 2, steer_while_summarizing)
+    assert [e["type"] for e in steers] == ["response.steer.accepted"]
+    assert [e["type"] for e in responses[0]] == [
+        "response.created", "response.in_progress", "response.output_item.added",
+        "response.compaction.compacting", "response.incomplete"]
+    first = responses[0][-1]["response"]
+    assert first["incomplete_details"] == {"reason": "steered"}
+    summary_body = {"model": held, "stream": True, "stream_options": {"include_usage": True},
+                    "messages": [{"role": "user", "content": "remember the gamma plan"},
+                                 {"role": "user", "content": COMPACTION_PROMPT}]}
+    summary_request, _successor = [r["body"] for r in clean_upstream.requests()]
+    assert summary_request == summary_body
+    prompt = -(-len(render_chat(summary_body).encode()) // 4)
+    assert first["usage"] == {
+        "input_tokens": prompt,
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": 1, "output_tokens_details": {"reasoning_tokens": 0},  # "w0 "
+        "total_tokens": prompt + 1}
+    assert responses[1][-1]["type"] == "response.completed"
+    assert (clean_upstream.stats()["disconnects"], clean_upstream.stats()["completed"]) == (1, 1)

@@ -1,7 +1,7 @@
 """The gateway's calls to its upstreams go direct, whatever HTTP_PROXY, HTTPS_PROXY and
-ALL_PROXY say: the chat stream's client (responses_app/worker/http_stream.py) and the
-embedding client (vector_stores/keep_alive.py) have no proxy support, so the httpx calls
-beside them (the compaction summary, token counts, the context window, the model list)
+ALL_PROXY say: the chat stream's client (responses_app/worker/http_stream.py: the turns and
+the compaction summary) and the embedding client (vector_stores/keep_alive.py) have no
+proxy support, so the httpx calls beside them (token counts, the context window, the model list)
 do not read the environment either: one route, one path, whichever call it is. A loopback
 proxy that records what reaches it, and the fake upstream over HTTP."""
 import threading
@@ -9,7 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from responses_app.context.summary import COMPACTION_PROMPT, summarize
+from responses_app.context.summary import COMPACTION_PROMPT
+from responses_app.worker.summary_call import summarize
 from responses_app.models_catalog import _upstream_models
 from tests.upstream_scenarios import render_messages
 from upstreams.routing import Route
@@ -53,7 +54,8 @@ def test_upstream_calls_ignore_the_environments_proxy(proxy, clean_upstream):
                   idle_timeout=5, token_counter="vllm")
     messages = [{"role": "user", "content": "one two three"}]
     body = {"model": "fake-echo", "messages": messages}
-    summary, _ = summarize(route, body)
+    summary, usage = summarize(route, body)
+    assert usage["prompt_tokens"] == 12 and usage["completion_tokens"] == 3
     assert summary == render_messages(
         [*messages, {"role": "user", "content": COMPACTION_PROMPT}]).strip()
     assert count_chat_tokens(route, body).tokens == len(render_messages(messages).split())

@@ -1,6 +1,7 @@
 """Compacting a conversation: the items it keeps (the newest user messages, at most
 COMPACTION_KEEP_USER_CHARS of their text, the newest always), then one compaction item
-sealing the route model's summary of the whole conversation (summary.py) and the items
+sealing the route model's summary of the whole conversation (summary.py: written by the
+worker's upstream call, worker/summary_call.py) and the items
 that decide which tools are loaded (compaction_items.CARRIED), which a summary cannot stand
 for. This is the
 output of `POST /v1/responses/compact` and what server-side compaction (context_management)
@@ -10,10 +11,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from upstreams.routing import Route
-
 from .compaction_items import carried_items, compaction_item, upstream_items
-from .summary import summarize
 
 
 @dataclass
@@ -39,9 +37,9 @@ def kept_user_messages(items: list[dict]) -> list[dict]:
     return kept
 
 
-def compact(route: Route, chat_body: dict, items: list[dict]) -> Compacted:
-    """Summarize the conversation `chat_body` renders (of `items`): what replaces it."""
-    summary, usage = summarize(route, chat_body)
+def compacted(summary: str, usage: dict | None, items: list[dict]) -> Compacted:
+    """What replaces the conversation of `items`, given its `summary` (and the usage of
+    the call that wrote it)."""
     window = upstream_items(items)  # an earlier compaction's carried items carried again
     return Compacted(kept=kept_user_messages(window),
                      item=compaction_item(summary, carried_items(window)), chat_usage=usage)

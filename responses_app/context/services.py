@@ -1,7 +1,8 @@
 """The context endpoints' work: `POST /v1/responses/input_tokens` (the input tokens of a
 create body, counted on the chat request its run would send) and `POST
-/v1/responses/compact` (a conversation compacted: compaction.py). Both read what a create
-reads (the chain or conversation, referenced items), scoped to the tenant, and store
+/v1/responses/compact` (a conversation compacted: compaction.py, its summary written by
+the worker's upstream call on the run loop, worker/summary_call.py). Both read what a
+create reads (the chain or conversation, referenced items), scoped to the tenant, and store
 nothing."""
 import time
 
@@ -16,7 +17,8 @@ from ..create.item_references import resolve_item_references
 from ..models import StoredResponse, Tenant
 from ..reasoning_token import unsealed
 from ..translation.usage import usage_from_chat
-from .compaction import compact
+from ..worker.summary_call import summarize
+from .compaction import compacted
 from .rendering import chat_request_for, history_items
 from .summary import SummaryFailed
 
@@ -41,10 +43,10 @@ def response_compact(tenant: Tenant, body) -> dict:
                              param="input", code="missing_required_parameter")
     items = _items(tenant, create)
     chat = chat_request_for(create.model, _request(create), items)
-    compacted = compact(route_for_model(create.model), chat.body, items)
+    done = compacted(*summarize(route_for_model(create.model), chat.body), items)
     return {"id": new_id("resp"), "object": "response.compaction",
-            "created_at": int(time.time()), "output": [*compacted.kept, compacted.item],
-            "usage": usage_from_chat(compacted.chat_usage or NO_USAGE)}
+            "created_at": int(time.time()), "output": [*done.kept, done.item],
+            "usage": usage_from_chat(done.chat_usage or NO_USAGE)}
 
 
 def _parsed(body) -> CreateRequest:

@@ -1,12 +1,8 @@
-"""The compaction summary: one non-streamed Chat Completions call to the route's model with
-the conversation as the upstream would receive it, then COMPACTION_PROMPT as the last user
-message. Its answer is the summary the compaction item seals. Direct to the route's URL,
-as the chat stream goes (no environment proxy: docs/configuration.md, "Proxies")."""
-import httpx
-import orjson
-
-from upstreams.routing import Route
-
+"""The compaction summary's request: the conversation as the upstream would receive it, then
+COMPACTION_PROMPT as the last user message, to the route's model. It is streamed as a turn
+is (responses_app/worker/summary_call.py makes the call through the worker's upstream
+client: the route's retries, replicas and concurrency limit, a cancel closing it); the
+summary is its streamed content joined, the summary the compaction item seals."""
 from ..errors import APIError
 
 COMPACTION_PROMPT = (
@@ -24,32 +20,8 @@ class SummaryFailed(APIError):
 
 
 def summary_request(chat_body: dict) -> dict:
-    """The upstream request that asks for the summary of `chat_body`'s messages."""
+    """The upstream request that asks for the summary of `chat_body`'s messages (streamed,
+    with its usage in the last chunk, as a turn's request)."""
     return {"model": chat_body["model"],
             "messages": [*chat_body["messages"], {"role": "user", "content": COMPACTION_PROMPT}],
-            "stream": False}
-
-
-def summarize(route: Route, chat_body: dict) -> tuple[str, dict | None]:
-    """(the summary, the upstream's chat usage) of the conversation in `chat_body`."""
-    if route.problem:
-        raise SummaryFailed(route.problem, code="upstream_misconfigured")
-    try:
-        with httpx.Client(timeout=httpx.Timeout(route.idle_timeout,
-                                                connect=route.connect_timeout),
-                          trust_env=False) as client:  # direct, as every upstream call
-            reply = client.post(f"{route.base_url}/chat/completions",
-                                content=orjson.dumps(summary_request(chat_body)),
-                                headers={"content-type": "application/json",
-                                         **route.request_headers()})
-    except httpx.HTTPError as exc:
-        raise SummaryFailed(f"The upstream model server could not summarize: {exc!s}.") from None
-    try:
-        answer = orjson.loads(reply.content)
-        summary = answer["choices"][0]["message"]["content"] if reply.status_code < 400 else None
-    except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
-        summary = None
-    if not isinstance(summary, str):
-        raise SummaryFailed(f"The upstream model server failed to summarize "
-                            f"(HTTP {reply.status_code}): {reply.text[:300]}")
-    return summary.strip(), answer.get("usage")
+            "stream": True, "stream_options": {"include_usage": True}}

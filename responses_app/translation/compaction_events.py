@@ -22,3 +22,8 @@ class CompactingTranslator(ResponseTranslator):
         self._usages.add_call(chat_usage)
         return [{"type": "response.output_item.done",
                  "output_index": self.response["output"].index(item), "item": item}]
+
+    def count_call(self, chat_usage: dict | None) -> None:
+        """A summary call that wrote no summary (cut, or with no content), with its usage
+        if it spent any: counted in the response's usage all the same."""
+        self._usages.add_call(chat_usage)

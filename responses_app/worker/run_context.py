@@ -2,15 +2,18 @@
 input crosses the `context_management` threshold or ends with a `compaction_trigger` item (the compaction item streams first, in
 OpenAI's events), then the fit into the route's context window (truncation or OpenAI's
 400 `context_length_exceeded`). The decisions are responses_app.context's; here they run
-off the event loop and their events go out."""
+off the event loop and their events go out. The summary is the run's own upstream call
+(summary_call.py), on the run's task: a cancel or a steer closes it, and its usage is
+counted once whichever way it ends (here when it completes; cut_turn.py when it is cut)."""
 from ..create.client_tool_items import compaction_triggered
-from ..context.compaction import compact
+from ..context.compaction import compacted
 from ..context.plan import count_tokens, measure, needs_context
 from ..context.rendering import chat_request_for
-from ..context.summary import SummaryFailed
+from ..context.summary import SummaryFailed, summary_request
 from ..context.window import ContextTooLong, fit
 from .loop import blocking
-from .upstream import UpstreamRejected
+from .summary_call import SummaryCall, stream_summary
+from .upstream import UpstreamRejected, configured_retry
 
 
 async def fitted_body(streaming) -> dict:
@@ -45,10 +48,17 @@ async def _compacted(streaming, body: dict) -> dict:
         await streaming.emit(translator.start(), urgent=False)
     events, item = translator.open_compaction()
     await streaming.emit(events)
+    call = streaming.summary = SummaryCall(summary_request(body))
+    await stream_summary(streaming.route, call, configured_retry(), streaming.placement)
+    job.upstream_replica = streaming.placement.replica
+    streaming.summary = None  # it ended: its usage is counted below, once (no await between:
+    # the sealing runs here, not on a thread, so no cancel falls between its end and its count)
     try:
-        compacted = await blocking(compact, streaming.route, body, job.items)
+        summary = call.summary()
     except SummaryFailed as exc:
+        translator.count_call(call.usage)
         raise UpstreamRejected(str(exc), status=502, code="upstream_error") from None
-    await streaming.emit(translator.compaction_done(item, compacted.item["encrypted_content"],
-                                                    compacted.chat_usage))
+    done = compacted(summary, call.usage, job.items)
+    await streaming.emit(translator.compaction_done(item, done.item["encrypted_content"],
+                                                    done.chat_usage))
     return chat_request_for(job.model, job.request, job.items + [item]).body

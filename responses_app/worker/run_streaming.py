@@ -24,7 +24,6 @@ from mcp_tools.run_plan import McpRunPlan
 from mcp_tools.runner import McpToolLoop
 from upstreams import pool
 from upstreams.replicas import Placement, item_keys
-from upstreams.retry_policy import RetryPolicy
 
 from ..bus import StreamFenced, event_bus
 from ..bus.entries import stamped_entry
@@ -39,7 +38,8 @@ from .run_claim import Claim, RunNotClaimed
 from .cut_turn import CutTurn, close_cut_turn
 from .run_context import fitted_body
 from .chunk_batches import SHAPE_ERRORS, malformed_or_raise
-from .upstream import UpstreamRejected, UpstreamStreamFailed, open_chat_stream
+from .summary_call import SummaryCall
+from .upstream import UpstreamRejected, UpstreamStreamFailed, configured_retry, open_chat_stream
 from .upstream_span import chat_span
 
 log = logging.getLogger(__name__)
@@ -86,6 +86,7 @@ class Streaming:
         self.first_delta_clock: datetime | None = None  # its wall-clock time (stored)
         self.stopped: str | None = None  # "unclaimed", "cancelled" or "steered"
         self.turn: CutTurn | None = None  # the upstream call in progress (cut_turn.py)
+        self.summary: SummaryCall | None = None  # a compaction's summary call in progress
 
     async def emit(self, events: list, urgent: bool = True, soon: bool = False) -> None:
         """Publish `events`: urgent (sent at once, and waited for), soon (sent at once), or
@@ -202,7 +203,7 @@ class Streaming:
         go first, once the upstream accepted, unless they were sent already)."""
         with chat_span(self.route.base_url, body) as observer:
             async with open_chat_stream(self.route, body, settings.STREAM_BATCH_MS / 1000,
-                                        _retry_policy(), self.placement) as batches:
+                                        configured_retry(), self.placement) as batches:
                 # answered: its tokens are spent from here, cut or not (counted: cut_turn.py)
                 self.turn = CutTurn(body, len(self.translator.response["output"]))
                 self.job.upstream_replica = self.placement.replica
@@ -286,8 +287,3 @@ def _first_delta(events: list) -> int | None:
         if event["type"] in DELTA_EVENTS:
             return index
     return None
-
-
-def _retry_policy() -> RetryPolicy:
-    return RetryPolicy(max_retries=settings.UPSTREAM_MAX_RETRIES,
-                       max_wait=settings.UPSTREAM_RETRY_MAX_WAIT)

@@ -18,6 +18,7 @@ import math
 from contextlib import asynccontextmanager
 
 import orjson
+from django.conf import settings
 
 from upstreams import pool
 from upstreams.pool import UpstreamBusy
@@ -30,7 +31,8 @@ from .chunk_batches import ChunkBatches, UpstreamStreamFailed
 from .http_stream import ConnectFailed, HttpClient, StreamedResponse
 
 __all__ = ["UpstreamRejected", "UpstreamStreamFailed", "ChunkBatches", "open_chat_stream",
-           "http_client", "close_loop_client", "rejected_from_response", "NO_RETRY"]
+           "http_client", "close_loop_client", "rejected_from_response", "NO_RETRY",
+           "configured_retry"]
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +51,12 @@ class UpstreamRejected(APIError):
     upstream_status: int | None = None
     upstream_retry_after: str | None = None
     replica_failed = False
+
+
+def configured_retry() -> RetryPolicy:
+    """The retry policy of a run's upstream calls (UPSTREAM_MAX_RETRIES and its wait)."""
+    return RetryPolicy(max_retries=settings.UPSTREAM_MAX_RETRIES,
+                       max_wait=settings.UPSTREAM_RETRY_MAX_WAIT)
 
 
 def http_client() -> HttpClient:
