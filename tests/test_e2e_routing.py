@@ -243,16 +243,9 @@ def test_a_run_cancelled_while_it_waits_for_a_slot_used_no_tokens(client, narrow
 
     held = f"bench-4-1-held1-slots{time.time_ns()}"
 
-    def hold_a_slot(i):
-        return client.post("/responses", json={"model": held, "input": f"hold {i}"})
-
     demo = McpTestServer("demo").start()
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        holders = [pool.submit(hold_a_slot, i) for i in range(2)]
-        deadline = time.monotonic() + 10
-        while narrow_upstream.stats()["in_flight"] < 2 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert narrow_upstream.stats()["in_flight"] == 2
+        holders = _holding_both_slots(pool, client, narrow_upstream, held)
         body = {"model": held, "background": True, "stream": True, "input": "third",
                 "tools": [{"type": "mcp", "server_label": "demo", "server_url": demo.url,
                            "require_approval": "never"}]}
@@ -344,15 +337,8 @@ def test_a_summary_waits_for_the_routes_slot_and_cancelled_there_used_no_tokens(
 
     held = f"bench-4-1-held1-summaryslots{time.time_ns()}"
 
-    def hold_a_slot(i):
-        return client.post("/responses", json={"model": held, "input": f"hold {i}"})
-
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        holders = [pool.submit(hold_a_slot, i) for i in range(2)]
-        deadline = time.monotonic() + 10
-        while narrow_upstream.stats()["in_flight"] < 2 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert narrow_upstream.stats()["in_flight"] == 2
+        holders = _holding_both_slots(pool, client, narrow_upstream, held)
         body = {"model": held, "background": True, "stream": True,
                 "input": [{"role": "user", "content": "third"}, {"type": "compaction_trigger"}]}
         response_id, cancelled, events = cancelled_mid_stream(
@@ -368,3 +354,15 @@ def test_a_summary_waits_for_the_routes_slot_and_cancelled_there_used_no_tokens(
     assert client.get(f"/responses/{response_id}").json()["usage"] is None
     assert sorted(r["body"]["messages"][-1]["content"]
                   for r in requests_for(narrow_upstream, held)) == ["hold 0", "hold 1"]
+
+
+def _holding_both_slots(pool, client, narrow_upstream, held: str) -> list:
+    """Two responses of model `held` (slow: `bench-…-held…`), posted on `pool`, holding the
+    narrow route's two slots: their futures, once the upstream has both in flight."""
+    holders = [pool.submit(client.post, "/responses",
+                           json={"model": held, "input": f"hold {i}"}) for i in range(2)]
+    deadline = time.monotonic() + 10
+    while narrow_upstream.stats()["in_flight"] < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert narrow_upstream.stats()["in_flight"] == 2
+    return holders
