@@ -35,13 +35,12 @@ class SummaryCall:
     content it streamed, its usage once reported."""
     body: dict
     answered: bool = False
-    pieces: list[str] = field(default_factory=list)
-    has_content: bool = False
+    pieces: list[str] = field(default_factory=list)  # one per chunk with content
     usage: dict | None = None
 
     def summary(self) -> str:
         """The summary of a completed call (SummaryFailed if it streamed no content)."""
-        if not self.has_content:
+        if not self.pieces:
             raise SummaryFailed("The upstream model server failed to summarize: its answer "
                                 "had no content.")
         return "".join(self.pieces).strip()
@@ -76,7 +75,6 @@ def _take(call: SummaryCall, chunk: dict) -> None:
         if content is not None:
             if not isinstance(content, str):
                 raise TypeError("content is not a string")
-            call.has_content = True
             call.pieces.append(content)
 
 
