@@ -22,10 +22,16 @@ DATABASES["default"]["CONN_MAX_AGE"] = 0
 # How long a request waits for the database before it is answered 503 (with Retry-After):
 # for a database thread's result (db_threads.run_db) and for a pooled connection.
 DATABASE_WAIT_SECONDS = env.float("DATABASE_WAIT_SECONDS", default=5.0)
+# How long a pool retries a lost connection in the background (psycopg_pool's backoff: 1 s,
+# doubling) before it gives up and leaves the next request to connect at once. psycopg_pool's
+# own 300 s let the backoff grow to minutes: after a 10 s outage the service came back 11.9 s
+# after Postgres did (tests/test_e2e_durable.py), after a 5 min one up to ~2 min later.
+DATABASE_RECONNECT_SECONDS = env.float("DATABASE_RECONNECT_SECONDS", default=5.0)
 DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
     "min_size": 2,
     "max_size": env.int("DATABASE_POOL_SIZE", default=20),
     "timeout": DATABASE_WAIT_SECONDS,
+    "reconnect_timeout": DATABASE_RECONNECT_SECONDS,
 }
 # A database that stops answering (a partition drops packets: nothing is refused) fails a
 # statement in seconds instead of TCP's ~15 minutes of retransmissions, and its dead pooled

@@ -41,6 +41,7 @@ async def _pool(durable: bool):
         pool = _pools[key] = AsyncConnectionPool(
             conninfo, min_size=1, max_size=settings.DATABASE_LOOP_POOL_SIZE,
             timeout=settings.DATABASE_WAIT_SECONDS,  # as Django's pool (gateway/settings.py)
+            reconnect_timeout=settings.DATABASE_RECONNECT_SECONDS,
             open=False, name="loop-rows" if durable else "loop-rows-async-commit", kwargs={
                 "autocommit": True, "prepare_threshold": _prepare_threshold()})
     if pool.closed:
