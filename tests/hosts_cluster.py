@@ -9,6 +9,7 @@ few seconds.
 """
 import contextlib
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -100,9 +101,11 @@ class Cluster:
         return self
 
     def _start(self, host: Host, role: str, args: list[str], env: dict | None = None,
-               port: tuple[str, int] | None = None, user: str | None = None):
+               port: tuple[str, int] | None = None, user: str | None = None,
+               stop_signal: int = signal.SIGTERM):
         log = self.workdir / f"{host.name}-{role}.log"
-        process = host.popen(args, log=log, env=env, user=user, cwd=ROOT)
+        process = host.popen(args, log=log, env=env, user=user, cwd=ROOT,
+                             stop_signal=stop_signal)
         if port is not None:
             wait_for_port(*port, process, log)
         return process
@@ -121,7 +124,7 @@ class Cluster:
             str(binaries / "postgres"), "-D", str(datadir), "-h", address,
             "-p", str(POSTGRES_PORT), "-k", str(datadir), "-c", "max_connections=200",
             "-c", "fsync=off", "-c", "synchronous_commit=off"],
-            port=(address, POSTGRES_PORT), user=user)
+            port=(address, POSTGRES_PORT), user=user, stop_signal=signal.SIGINT)
         admin = self.database_url.rsplit("/", 1)[0] + "/postgres"
         deadline = time.monotonic() + 60
         while True:

@@ -50,6 +50,7 @@ class Host:
         self.namespace = f"{network.tag}-{name}"
         self.segments = segments
         self.processes: list[subprocess.Popen] = []
+        self.stop_signals: dict[subprocess.Popen, int] = {}
 
     def address(self, segment: str) -> str:
         assert segment in self.segments, f"{self.name} is not on {segment}"
@@ -60,15 +61,19 @@ class Host:
         return f"{self.network.tag}{self.network.segments.index(segment)}p{self.index}"
 
     def popen(self, args: list[str], *, log: Path, env: dict | None = None,
-              user: str | None = None, cwd: Path | None = None) -> subprocess.Popen:
+              user: str | None = None, cwd: Path | None = None,
+              stop_signal: int = signal.SIGTERM) -> subprocess.Popen:
         """Start `args` on this host (as `user`, if given), output to `log`. `ip netns exec`
-        and `setpriv` exec it: the process's pid is the command's."""
+        and `setpriv` exec it: the process's pid is the command's. `stop` sends it
+        `stop_signal` (PostgreSQL: SIGINT, its fast shutdown; its SIGTERM waits for every
+        client to leave, 15 s of a test's teardown)."""
         command = ["ip", "netns", "exec", self.namespace]
         if user is not None:
             command += ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups"]
         process = subprocess.Popen(command + args, env=env, cwd=cwd, stdout=log.open("w"),
                                    stderr=subprocess.STDOUT)
         self.processes.append(process)
+        self.stop_signals[process] = stop_signal
         return process
 
     def cut(self, segment: str) -> None:
@@ -95,10 +100,11 @@ class Host:
                 ["INPUT", "-p", "tcp", "-s", address, "--sport", str(port), "-j", "DROP"]]
 
     def stop(self) -> None:
-        """Stop this host's processes: SIGTERM, SIGKILL after 15 s, then anything left."""
+        """Stop this host's processes: their stop signal, SIGKILL after 15 s, then anything
+        left."""
         for process in self.processes:
             if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
+                process.send_signal(self.stop_signals[process])
         for process in self.processes:
             terminate(process)
         left = subprocess.run(["ip", "netns", "pids", self.namespace], capture_output=True,
