@@ -121,9 +121,11 @@ def start_postgres(workdir: Path, binaries: Path | None = None) -> tuple[subproc
     datadir.mkdir()
     user = _postgres_user(datadir, binaries)
     log = workdir / "postgres.log"
-    subprocess.run([str(binaries / "initdb"), "-D", str(datadir), "-U", "postgres",
-                    "--auth=trust", "--encoding=utf8"],
-                   check=True, user=user, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    initdb = subprocess.run([str(binaries / "initdb"), "-D", str(datadir), "-U", "postgres",
+                             "--auth=trust", "--encoding=utf8"],
+                            user=user, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if initdb.returncode:
+        raise RuntimeError(f"initdb failed ({initdb.returncode}): {initdb.stderr.decode()}")
     port = _free_port()
     process = subprocess.Popen(
         [str(binaries / "postgres"), "-D", str(datadir), "-h", "127.0.0.1",
