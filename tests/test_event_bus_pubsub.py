@@ -7,7 +7,7 @@ import os
 
 import redis
 
-from responses_app.bus.entries import Entry
+from responses_app.bus.entries import Entry, error_entry
 from responses_app.bus.redis import RedisEventBus
 from responses_app.translation.numbering import EventStamper
 from tests.servers import BUS_REDIS_DB, REDIS_BASE_URL
@@ -161,3 +161,25 @@ def test_a_restarted_reader_resumes_from_its_cursor_and_leaves_no_subscription()
     entries, subscribed = run(after_restart(), second_web, worker)
     assert numbers(entries) == [3, 4, 5]
     assert subscribed == [(channel.encode(), 0)]
+
+
+def test_an_error_from_outside_after_events_reaches_the_reader_as_a_read_would(monkeypatch):
+    """An error entry appended from outside sorts above every event (`2-0`): a read of the
+    stream from any cursor brings it, so the message does too (through that read)."""
+    monkeypatch.setattr("responses_app.bus.redis_reader.POLL_SECONDS", 60)
+    bus = redis_bus()
+    response_id = f"resp_outside_error_{os.getpid()}"
+
+    async def scenario():
+        subscription = await bus.subscribe(response_id, -1)
+        await asyncio.sleep(0.1)
+        await bus.writer(response_id).append(batch(EventStamper(), 2), urgent=True)
+        assert numbers([await subscription.get(5)]) == [0, 1]
+        assert bus.append_now(response_id, error_entry(502, {"error": {"message": "gone"}}))
+        error = await subscription.get(5)
+        subscription.close()
+        return error
+
+    error = run(scenario(), bus)
+    assert error.end
+    assert error.error == {"status": 502, "body": {"error": {"message": "gone"}}, "headers": {}}

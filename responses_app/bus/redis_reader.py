@@ -122,9 +122,11 @@ class ReadHub:
         for subscription in list(group):
             if subscription.ended:
                 continue
-            if entry.error is not None:  # the run's error: it comes first, or not at all
-                if subscription.cursor < 0:
+            if entry.error is not None:
+                if subscription.cursor < 0:  # nothing before it
                     subscription.deliver(entry)
+                else:  # an error from outside (`2-0`): a read of the stream decides
+                    self._catch_up(key)
             elif entry.first <= subscription.cursor + 1:
                 subscription.deliver(entry)  # it trims what the reader has seen
             else:
