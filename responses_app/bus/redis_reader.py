@@ -5,18 +5,23 @@ number: an entry that does not follow a reader's cursor (a message missed), a re
 subscribed (its history, and what was written before its subscription took hold), and
 streams silent for POLL_SECONDS (a writer that does not publish; a lost connection) are
 read from the streams themselves with one XREAD of those streams (redis_xread.py). The
-streams stay the truth; pub/sub only spares reading them.
+streams stay the truth; pub/sub only spares reading them. A lost pub/sub connection (the
+network, a Redis restart, Redis dropping a listener past its `client-output-buffer-limit
+pubsub`) sends its readers back to their streams: a new listener subscribes the streams
+held, and each is read from its readers' cursors once its subscription holds, then heard
+again; readers fail (their streams end without [DONE], the client resumes) only when Redis
+cannot be reached within the connect timeout and READ_GRACE_SECONDS, as a failed read.
 
 Against the shared XREAD it replaces (every held stream listed every read, 20 ms apart
 under load), measured 2026-11-28 (bench/paced_web.py, 300 and 100 streams at 50 ms
 pacing, own Redis server, 4 pairs): Redis 0.70-0.86x CPU per entry, the web 0.79-0.91x
 in 3 of 4 pairs (1.07x in one), each delta's lag p50 10-11 against 31-46 ms; the gateway's
-web + Redis per response 0.76x, 0.90x at `50:100:300` (bench/README.md, web round 5).
+web + Redis per response 0.76x, 0.90x at `50:100:300`; at `50:300:600` on a quiet machine
+(load 1.3-2.0, against main 092323d) web + Redis 0.94x, 0.85x, all-in 0.98x, 0.88x, first
+delta p99 +107, +46 against +149, +105 ms (bench/README.md, web round 5 and its retry).
 """
 import asyncio
 import logging
-
-from redis.exceptions import ConnectionError as RedisConnectionError
 
 from ..errors import ServiceUnavailable
 from .entries import Entry, failure_entry
@@ -47,7 +52,8 @@ class ReadHub:
         self.client = async_client(bus.url)
         self.reader = one_connection_client(bus.url)  # catch-up reads, one at a time
         self.xread = PackedXRead(self.reader)  # their command packed by hand
-        self.listener = self._new_listener()
+        self.listener: Listener | None = None  # connecting or connected
+        self.connecting: asyncio.Task | None = None  # the listener's connect
         self.subscribers: dict[str, set[Subscription]] = {}
         self.behind: set[str] = set()  # streams to read from the stream (catch up)
         self.heard: set[str] = set()   # streams that had a message since the last poll
@@ -62,28 +68,60 @@ class ReadHub:
             await self._check_cursor(subscription)
             if subscription.ended:
                 return subscription
-        listener = self.listener
-        if not listener.listening:
-            if listener.lost:  # it could not connect: a new one
-                listener = self.listener = self._new_listener()
-            listener.begin()
-            self._poll_later()
-        await listener.ready  # raises if Redis is unreachable
-        if listener.lost:  # lost since: its readers were failed, this one is too
-            raise RedisConnectionError("the event stream's pub/sub connection was lost")
+        if self.connecting is None:
+            self._listen()
+        await asyncio.shield(self.connecting)  # raises if Redis is unreachable
         group = self.subscribers.get(key)
         if group is None:
             # its catch-up read comes once the subscription holds (_subscribed): nothing
             # written after that read is missed, it is published to us
             self.subscribers[key] = {subscription}
-            listener.subscribe(key)
+            if self.listener is not None:  # connecting: it subscribes every held stream
+                self.listener.subscribe(key)
+            else:  # lost since, with nothing else held
+                self._listen()
         else:  # the stream is heard already (or soon: its read follows then)
             group.add(subscription)
             self._catch_up(key)
+        self._poll_later()
         return subscription
 
-    def _new_listener(self) -> Listener:
-        return Listener(self.bus.url, self._heard, self._subscribed, self._fail)
+    # --- the pub/sub connection ------------------------------------------------------------
+    def _listen(self) -> None:
+        """Open a listener; once connected, it subscribes every stream held then."""
+        listener = self.listener = Listener(self.bus.url, self._heard, self._subscribed,
+                                            self._lost)
+        self.connecting = asyncio.ensure_future(self._connect(listener))
+        self.connecting.add_done_callback(_retrieved)
+
+    async def _connect(self, listener: Listener) -> None:
+        try:
+            await listener.connect(READ_GRACE_SECONDS)
+        except Exception as exc:  # Redis unreachable: as a failed read, readers fail
+            if listener is self.listener:
+                self._fail(exc)
+            raise
+        if listener is not self.listener:  # the hub failed meanwhile
+            listener.close()
+            return
+        for key in self.subscribers:
+            listener.subscribe(key)
+
+    def _lost(self, listener: Listener, exc: Exception, recoverable: bool) -> None:
+        """A listener lost: its readers go back to their streams. A new listener subscribes
+        the streams held, and each is read from its readers' cursors once its subscription
+        holds (_subscribed), then heard again; if Redis cannot be reached, they fail then.
+        A listener that failed otherwise (a refused command) fails them now."""
+        if listener is not self.listener:
+            return
+        if not recoverable:
+            self._fail(exc)
+            return
+        self.listener = self.connecting = None
+        if self.subscribers:
+            log.warning("event stream pub/sub connection lost (%s); listening again, %d "
+                        "streams caught up from Redis", exc, len(self.subscribers))
+            self._listen()
 
     async def _check_cursor(self, subscription: Subscription) -> None:
         """A cursor no read from it would serve (XREAD is exclusive): at or past the end
@@ -101,11 +139,14 @@ class ReadHub:
 
     async def aclose(self) -> None:
         """Stop reading and close the connections."""
-        if self.task is not None:
-            self.task.cancel()
+        for pending in (self.task, self.connecting):
+            if pending is not None:
+                pending.cancel()
         if self.poll is not None:
             self.poll.cancel()
-        await self.listener.aclose()
+        if self.listener is not None:
+            self.listener.close()
+            self.listener = None
         for client in (self.client, self.reader):
             await client.aclose(close_connection_pool=True)
 
@@ -143,7 +184,8 @@ class ReadHub:
             if not group:
                 del self.subscribers[subscription.key]
                 self.xread.forget(subscription.key)
-                self.listener.unsubscribe(subscription.key)
+                if self.listener is not None:
+                    self.listener.unsubscribe(subscription.key)
 
     # --- reading the streams themselves --------------------------------------------------
     def _catch_up(self, key: str) -> None:
@@ -156,14 +198,16 @@ class ReadHub:
             self.poll = asyncio.get_running_loop().call_later(POLL_SECONDS, self._poll_silent)
 
     def _poll_silent(self) -> None:
-        """Catch up the streams no message came for since the last poll."""
+        """Catch up the streams no message came for since the last poll (while a listener
+        connects, its subscriptions will)."""
         self.poll = None
-        if not self.listener.listening:
+        if not self.subscribers:
             return
-        silent = [key for key in self.subscribers if key not in self.heard]
+        if self.listener is not None and self.listener.connected:
+            silent = [key for key in self.subscribers if key not in self.heard]
+            for key in silent:
+                self._catch_up(key)
         self.heard.clear()
-        for key in silent:
-            self._catch_up(key)
         self._poll_later()
 
     def _read_from(self, keys) -> dict[str, int]:
@@ -221,8 +265,15 @@ class ReadHub:
         if self.poll is not None:
             self.poll.cancel()
             self.poll = None
-        listener, self.listener = self.listener, self._new_listener()
-        asyncio.ensure_future(listener.aclose())
+        if self.listener is not None:
+            self.listener.close()
+        self.listener = self.connecting = None
+
+
+def _retrieved(task: asyncio.Task) -> None:
+    """A listener's connect: its failure is the readers' (_fail), not an unretrieved one."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _joined(entries: list) -> list:
