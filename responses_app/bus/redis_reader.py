@@ -18,7 +18,10 @@ pacing, own Redis server, 4 pairs): Redis 0.70-0.86x CPU per entry, the web 0.79
 in 3 of 4 pairs (1.07x in one), each delta's lag p50 10-11 against 31-46 ms; the gateway's
 web + Redis per response 0.76x, 0.90x at `50:100:300`; at `50:300:600` on a quiet machine
 (load 1.3-2.0, against main 092323d) web + Redis 0.94x, 0.85x, all-in 0.98x, 0.88x, first
-delta p99 +107, +46 against +149, +105 ms (bench/README.md, web round 5 and its retry).
+delta p99 +107, +46 against +149, +105 ms (bench/README.md, web round 5 and its retry);
+as it is now, against main a825eea (web round 6, load 0.3-2.9): web + Redis 0.80x, 0.85x,
+0.76x, 0.86x, all-in 0.91x, 0.89x, 0.81x, 0.93x; the relay alone each delta's lag p50 ~6
+against ~19 ms.
 """
 import asyncio
 import logging
