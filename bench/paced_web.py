@@ -19,8 +19,8 @@ due time (p50, p99: the writer's 10 ms tick, Redis and the relay's wait).
 
 Redis: `TEST_REDIS_URL` (default 127.0.0.1:6379), database `BENCH_REDIS_DB` (default 12),
 flushed first; its commandstats are reset. The writer child sends the workers' flush
-script (bus/redis_append.py) of the code it runs with. `STREAM_FLUSH_INTERVAL_MS` is the
-shared read's wait between reads, as in the web.
+script (bus/redis_append.py) of the code it runs with. `STREAM_FLUSH_INTERVAL_MS` was the
+shared read's wait between reads (before the reads by pub/sub), as in the web.
 """
 import argparse
 import asyncio

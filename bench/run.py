@@ -549,8 +549,8 @@ def render(report: dict) -> str:
               "server too). Bus entries and XREADs per response: the Redis "
               "server's XADD and XREAD calls (scripts' included) during the cell, per "
               "response: how many entries a response's events travelled in (fewer: more "
-              "batched), and the web's reads (its first read per response, and its share of "
-              "the shared reads).", ""]
+              "batched), and the web's reads of the streams (catch-up reads: a new reader's, "
+              "a gap's, silent streams'; the entries themselves come by pub/sub).", ""]
     if report.get("agent_loops"):
         lines += agent_loop.render(report["agent_loops"]) + [""]
     if report.get("sockets"):

@@ -184,8 +184,8 @@ EVENT_RETENTION_SECONDS = env.int("EVENT_RETENTION_SECONDS", default=24 * 3600)
 # upstream at most once per STREAM_BATCH_MS: chunks that arrive in between travel together
 # (one bus entry, one client write); after the model's finish reason it reads at once. Bus
 # entries that find a flush to Redis in flight gather for up to STREAM_FLUSH_INTERVAL_MS (an
-# end is urgent: it goes right after that flush), and a web process relaying several busy
-# streams waits as long between its reads of the bus. A run alone goes through as its
+# end is urgent: it goes right after that flush); a web process hears each entry as it is
+# flushed (pub/sub). A run alone goes through as its
 # chunks arrive, and so does a stream whose chunks come STREAM_BATCH_MS apart or more.
 STREAM_BATCH_MS = env.float("STREAM_BATCH_MS", default=50.0)
 STREAM_FLUSH_INTERVAL_MS = env.float("STREAM_FLUSH_INTERVAL_MS", default=20.0)

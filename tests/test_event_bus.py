@@ -25,7 +25,7 @@ def redis_bus(flush=True):
     if flush:
         redis.Redis.from_url(url).flushdb()
     return RedisEventBus(url, retention_seconds=60, run_deadline_seconds=60,
-                         flush_interval=0.005, read_coalesce=0.002)
+                         flush_interval=0.005)
 
 
 def memory_buses():
@@ -192,18 +192,19 @@ def test_a_stream_lives_for_the_run_then_for_the_retention():
     assert length == 3
 
 
-def test_a_new_readers_first_entry_does_not_wait_for_the_shared_read():
-    """The shared read sleeps a minute after it delivers (entries gather meanwhile); a
-    stream subscribed then still gets its first entry, from its own first read."""
-    bus = RedisEventBus(f"{REDIS_BASE_URL}/{BUS_REDIS_DB}", retention_seconds=60,
-                        run_deadline_seconds=60, flush_interval=0.005, read_coalesce=60)
+def test_entries_reach_readers_as_published_without_a_read_of_the_streams(monkeypatch):
+    """No poll of silent streams in this test's time: a reader subscribed while another
+    stream is busy gets its entries by pub/sub, as they are flushed."""
+    monkeypatch.setattr("responses_app.bus.redis_reader.POLL_SECONDS", 60)
+    bus = redis_bus()
 
     async def scenario():
         busy, fresh = (f"resp_first_{os.getpid()}_{n}" for n in range(2))
         busy_subscription = await bus.subscribe(busy, -1)
         await bus.writer(busy).append(batch(EventStamper(), 1), urgent=True)
-        assert numbers([await busy_subscription.get(5)]) == [0]  # the shared read now sleeps
+        assert numbers([await busy_subscription.get(5)]) == [0]
         subscription = await bus.subscribe(fresh, -1)
+        await asyncio.sleep(0.1)  # its subscription holds; its catch-up read found nothing
         stamper = EventStamper()
         await bus.writer(fresh).append(batch(stamper, 2), urgent=True)
         first = await subscription.get(5)
@@ -214,23 +215,14 @@ def test_a_new_readers_first_entry_does_not_wait_for_the_shared_read():
     assert numbers([run(scenario(), bus)]) == [0, 1]
 
 
-def test_without_first_reads_the_shared_read_serves_every_stream(monkeypatch):
-    monkeypatch.setattr("responses_app.bus.redis_reader.FIRST_READS", 0)
-    test_replay_then_live_tail_gives_every_event_once(redis_bus)
-    test_streams_subscribed_while_the_reader_waits_are_all_served(redis_bus)
-
-
-@pytest.mark.parametrize("first_reads", [32, 0])
-def test_a_reader_joining_behind_another_during_a_read_misses_nothing(first_reads,
-                                                                     monkeypatch):
-    """A live reader's shared read is waiting past its cursor when a second reader of the
-    same stream joins from the start, and entries arrive before the read is answered: what
-    that read brings starts after the live reader's cursor, and must not reach the second
+def test_a_reader_joining_behind_another_during_a_read_misses_nothing():
+    """A live reader hears entries past its cursor when a second reader of the same stream
+    joins from the start, and entries arrive before its catch-up read is answered: what
+    pub/sub brings starts after the live reader's cursor, and must not reach the second
     reader ahead of what it has not seen (it would skip those for good)."""
-    monkeypatch.setattr("responses_app.bus.redis_reader.FIRST_READS", first_reads)
     bus = RedisEventBus(f"{REDIS_BASE_URL}/{BUS_REDIS_DB}", retention_seconds=60,
                         run_deadline_seconds=60, flush_interval=0.005)
-    response_id = f"resp_behind_{os.getpid()}_{first_reads}"
+    response_id = f"resp_behind_{os.getpid()}"
     redis.Redis.from_url(bus.url).delete(f"gw:events:{response_id}")
 
     async def scenario():
@@ -239,10 +231,10 @@ def test_a_reader_joining_behind_another_during_a_read_misses_nothing(first_read
         await writer.append(batch(stamper, 5), urgent=True)
         live = await bus.subscribe(response_id, 9)
         await writer.append(batch(stamper, 2), urgent=True)
-        assert numbers([await live.get(5)]) == [10, 11]  # the shared read now waits past 11
-        await asyncio.sleep(0.05)  # (its XREAD reaches Redis)
-        assert bus.append_now(response_id, batch(stamper, 3))  # answers that read at once
-        behind = await bus.subscribe(response_id, -1)  # joins before the answer is read
+        assert numbers([await live.get(5)]) == [10, 11]
+        await asyncio.sleep(0.05)
+        assert bus.append_now(response_id, batch(stamper, 3))  # published at once
+        behind = await bus.subscribe(response_id, -1)  # joins before the message is read
         await writer.append(batch(stamper, 1, end=True))
         return await collect(live), await collect(behind)
 

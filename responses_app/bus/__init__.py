@@ -31,6 +31,5 @@ def redis_event_bus():
         retention_seconds=settings.EVENT_RETENTION_SECONDS,
         run_deadline_seconds=settings.RUN_DEADLINE_SECONDS,
         flush_interval=settings.STREAM_FLUSH_INTERVAL_MS / 1000,
-        read_coalesce=settings.STREAM_FLUSH_INTERVAL_MS / 1000,
         flush_tick=settings.STREAM_FLUSH_TICK_MS / 1000,
     )

@@ -1,6 +1,7 @@
 """The production event bus on Redis Streams: one stream per response, written by the runs
-of a worker loop through one flusher (redis_writer.py) and read by a web loop through one
-shared XREAD (redis_reader.py); the layout of keys, ids and fields is redis_codec.py's.
+of a worker loop through one flusher (redis_writer.py), published as they are appended,
+and heard by a web loop on one pub/sub connection (redis_reader.py); the layout of keys,
+ids, fields and messages is redis_codec.py's.
 Streams expire (PEXPIRE) `retention_seconds` after their last entry. The admin's event
 view, deletion and the watchdog's single appends are sync, off the hot path.
 """
@@ -13,7 +14,8 @@ from redis.exceptions import ResponseError
 
 from ..redis_client import DRIVER_INFO
 from .entries import Entry, RetainedLog
-from .redis_codec import decode, encode, entry_id_of, final_entry_id_of, stream_key
+from .redis_codec import (decode, encode, entry_id_of, final_entry_id_of, message_of,
+                          stream_key)
 from .redis_reader import ReadHub
 from .redis_writer import RedisLogWriter, StreamWriter
 from .subscription import Subscription
@@ -21,28 +23,29 @@ from .subscription import Subscription
 log = logging.getLogger(__name__)
 
 RETAINED_READ_LIMIT = 10_000  # entries the admin reads of one stream at most
-# append_now: XADD (ARGV[2] the id, ARGV[4...] the fields) and PEXPIRE (ARGV[3] ms), if the
-# stream holds ARGV[1] entries (-1: whatever it holds); 0 if it does not.
+# append_now: XADD (ARGV[2] the id, ARGV[5...] the fields), PEXPIRE (ARGV[3] ms) and the
+# entry's PUBLISH (ARGV[4], redis_codec.message_of), if the stream holds ARGV[1] entries
+# (-1: whatever it holds); 0 if it does not.
 APPEND_NOW_SCRIPT = """
 local seen = tonumber(ARGV[1])
 if seen >= 0 and redis.call('XLEN', KEYS[1]) ~= seen then
     return 0
 end
-redis.call('XADD', KEYS[1], ARGV[2], unpack(ARGV, 4))
+redis.call('XADD', KEYS[1], ARGV[2], unpack(ARGV, 5))
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('PUBLISH', KEYS[1], ARGV[4])
 return 1
 """
 
 
 class RedisEventBus:
     def __init__(self, url: str, *, retention_seconds: int, run_deadline_seconds: int,
-                 flush_interval: float, read_coalesce: float = 0.0, flush_tick: float = 0.0):
+                 flush_interval: float, flush_tick: float = 0.0):
         self.url = url
         self.retention_ms = retention_seconds * 1000
         self.running_ttl_ms = (run_deadline_seconds + retention_seconds) * 1000
         self.flush_interval = flush_interval
         self.flush_tick = flush_tick  # the writer's shortest time between two flushes
-        self.read_coalesce = read_coalesce
         self._writers: dict = {}  # event loop -> StreamWriter
         self._hubs: dict = {}     # event loop -> ReadHub
 
@@ -127,7 +130,8 @@ class RedisEventBus:
         fields = [part for pair in encode(entry).items() for part in pair]
         try:
             return bool(self._append_script(keys=[key], args=[
-                -1 if seen is None else seen, entry_id, ttl, *fields]))
+                -1 if seen is None else seen, entry_id, ttl, message_of(entry_id, entry),
+                *fields]))
         except ResponseError:  # the id is at or below the stream's top
             return False
 

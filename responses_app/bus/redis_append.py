@@ -30,7 +30,9 @@ from .redis_codec import END_MARKER_ID, ERROR_ENTRY_ID
 # fields. A refused XADD (an id at or below the top: another writer's stream) is that
 # stream's error, the others go on. One command instead of a pipeline of one or two per
 # stream: the client's cost of a command (packing, a reply to await and parse) is paid
-# once per flush.
+# once per flush. Each entry appended is also published on the stream's key as a channel
+# (redis_codec.message_of's layout): the web processes relaying that stream hear it at
+# once, without reading the stream (redis_reader.py).
 APPEND_SCRIPT = """
 local now, retention, running = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local results = {}
@@ -54,6 +56,7 @@ for i, key in ipairs(KEYS) do
         elseif first == '0' then
             redis.call('PEXPIRE', key, running)
         end
+        redis.call('PUBLISH', key, id .. ' ' .. first .. ' ' .. kind .. ' ' .. data)
         results[i] = 1
     end
 end

@@ -12,6 +12,12 @@ cut off by a partition, back later) has its next write refused, however far its 
 numbers got meanwhile. Each Redis entry carries its events in `d`, their JSON objects
 one per line (JSON Lines: orjson writes no raw newline), and the time it was written (`t`,
 Unix milliseconds): one small field per write, read only by the admin's event view.
+
+Each entry appended is also published on a channel named as its stream's key (the
+relay's fast path, redis_reader.py): the message is `<id> <f> <kind> <data>`, `kind`
+empty for events, `e` with the end, `x` for an error (`data` its JSON). Pub/sub channels
+are the server's, not a database's: response ids are unique, so one server's databases
+do not mix.
 """
 import orjson
 import redis.asyncio as aioredis
@@ -98,6 +104,29 @@ def decode_flat(entry_id: bytes, flat: list) -> Entry:
         return Entry(int(flat[1]), int(entry_id[2:]), flat[3].split(b"\n"), size == 8)
     it = iter(flat)
     return decode(entry_id, dict(zip(it, it)))
+
+
+def message_of(entry_id: str, entry: Entry) -> bytes:
+    """The pub/sub message of `entry` appended as `entry_id` (redis_append.py's script
+    builds the same from its arguments)."""
+    if entry.error is not None:
+        return b"%s -1 x %s" % (entry_id.encode(), orjson.dumps(entry.error))
+    return b"%s %d %s %s" % (entry_id.encode(), entry.first, b"e" if entry.end else b"",
+                             b"\n".join(entry.events))
+
+
+def decode_message(data: bytes) -> Entry:
+    """The entry of a pub/sub message (`message_of`); a run's entry of events in place, any
+    other through `decode`, so both give the same Entry as the stream's own."""
+    entry_id, first, kind, payload = data.split(b" ", 3)
+    if kind != b"x" and entry_id[:2] == b"1-" and payload[:1] == b"{":
+        return Entry(int(first), int(entry_id[2:]), payload.split(b"\n"), kind == b"e")
+    if kind == b"x":
+        return decode(entry_id, {b"x": payload})
+    fields = {b"f": first, b"d": payload}
+    if kind == b"e":
+        fields[b"e"] = b"1"
+    return decode(entry_id, fields)
 
 
 def _framed_events(data: bytes) -> list[bytes]:

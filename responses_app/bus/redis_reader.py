@@ -1,65 +1,67 @@
-"""The relay side of the Redis bus: one blocking XREAD over every stream a process relays,
-fanned out to its readers (a stream's entries of one read as one entry), which waits
-`read_coalesce` between reads only while several streams are writing; and for a new
-reader, a read of its stream alone until its first entries arrive (added time to first
-delta c=1 +20 -> +7 ms: 2026-11-22, 01a2d88). The shared read against an XREAD per
-subscriber is still to be measured (docs/architecture.md's ledger). The shared XREAD is
-packed by hand (redis_xread.py).
+"""The relay side of the Redis bus: a web loop hears the entries of the streams it relays
+on one pub/sub connection (redis_listen.py: every entry the workers append is published
+on its stream's key) and hands each to the stream's readers at once, in order by sequence
+number: an entry that does not follow a reader's cursor (a message missed), a reader just
+subscribed (its history, and what was written before its subscription took hold), and
+streams silent for POLL_SECONDS (a writer that does not publish; a lost connection) are
+read from the streams themselves with one XREAD of those streams (redis_xread.py). The
+streams stay the truth; pub/sub only spares reading them. A lost pub/sub connection (the
+network, a Redis restart, Redis dropping a listener past its `client-output-buffer-limit
+pubsub`) sends its readers back to their streams: a new listener subscribes the streams
+held, and each is read from its readers' cursors once its subscription holds, then heard
+again; readers fail (their streams end without [DONE], the client resumes) only when Redis
+cannot be reached within the connect timeout and READ_GRACE_SECONDS, as a failed read.
+
+Against the shared XREAD it replaces (every held stream listed every read, 20 ms apart
+under load), measured 2026-11-28 (bench/paced_web.py, 300 and 100 streams at 50 ms
+pacing, own Redis server, 4 pairs): Redis 0.70-0.86x CPU per entry, the web 0.79-0.91x
+in 3 of 4 pairs (1.07x in one), each delta's lag p50 10-11 against 31-46 ms; the gateway's
+web + Redis per response 0.76x, 0.90x at `50:100:300`; at `50:300:600` on a quiet machine
+(load 1.3-2.0, against main 092323d) web + Redis 0.94x, 0.85x, all-in 0.98x, 0.88x, first
+delta p99 +107, +46 against +149, +105 ms (bench/README.md, web round 5 and its retry);
+as it is now, against main a825eea (web round 6, load 0.3-2.9): web + Redis 0.80x, 0.85x,
+0.76x, 0.86x, all-in 0.91x, 0.89x, 0.81x, 0.93x; the relay alone each delta's lag p50 ~6
+against ~19 ms.
 """
 import asyncio
 import logging
-import os
-import time
-
-import redis.asyncio as aioredis
 
 from ..errors import ServiceUnavailable
-from ..redis_client import DRIVER_INFO
 from .entries import Entry, failure_entry
-from .redis_codec import async_client, decode, decode_flat, one_connection_client, stream_key
+from .redis_codec import (async_client, decode, decode_flat, decode_message,
+                          one_connection_client, stream_key)
+from .redis_listen import Listener
 from .redis_xread import PackedXRead
 from .subscription import Subscription
 
 log = logging.getLogger(__name__)
 
-READ_BLOCK_MS = 5_000
-# A read that has not answered this long after its block ended is lost (Redis unreachable,
-# a partition that neither answers nor resets): its readers get the failure, a clean end.
+# A read of the streams that has not answered by then is lost (Redis unreachable, a
+# partition that neither answers nor resets): its readers get the failure, a clean end.
 READ_GRACE_SECONDS = 10.0  # generous: a busy loop may answer late
-# A new reader's first entries come from a blocking XREAD of its stream alone, on a
-# connection of its own: they reach it at once, not at the shared read's next turn (which
-# may be waiting for entries to gather). At most FIRST_READS at once per process; a
-# stream beyond that, or silent for FIRST_READ_BLOCK_MS, is served by the shared read.
-FIRST_READS = 32
-FIRST_READ_BLOCK_MS = 1_000
-WAKE_KEY_TTL_SECONDS = 24 * 3600
-WAKE_KEY_REFRESH_SECONDS = 3600
+# A stream none of whose messages came for this long is read from the stream itself:
+# entries of a writer that does not publish (one of the previous release, while a
+# deployment rolls) arrive within this; and a pub/sub connection that hangs in a partition
+# is found out, every stream falling silent, by a read that does not answer.
+POLL_SECONDS = 1.0
 
 
 class ReadHub:
-    """One blocking XREAD over every stream this process relays, fanned out to readers;
-    and for a new reader, a read of its stream alone until its first entries arrive."""
+    """The streams one web loop relays: their readers, the pub/sub connection they are
+    heard on, and the reads of the streams themselves that catch readers up."""
 
     def __init__(self, bus):
         self.bus = bus
         self.client = async_client(bus.url)
-        # the one blocking XREAD (one read at a time): it answers within READ_BLOCK_MS, or
-        # Redis is unreachable (READ_GRACE_SECONDS later: _read_forever)
-        self.reader = one_connection_client(bus.url)
-        self.xread = PackedXRead(self.reader, READ_BLOCK_MS)  # its command packed by hand
-        self.first_reader = aioredis.Redis.from_url(
-            bus.url, socket_timeout=FIRST_READ_BLOCK_MS / 1000 + READ_GRACE_SECONDS,
-            socket_connect_timeout=5, driver_info=DRIVER_INFO)
-        self.first_reads: dict[Subscription, asyncio.Task] = {}
-        self.wake_key = f"gw:wake:{os.getpid()}:{os.urandom(4).hex()}"
-        self.wake_id = b"0-0"
-        self.wake_refresh_due = 0.0
+        self.reader = one_connection_client(bus.url)  # catch-up reads, one at a time
+        self.xread = PackedXRead(self.reader)  # their command packed by hand
+        self.listener: Listener | None = None  # connecting or connected
+        self.connecting: asyncio.Task | None = None  # the listener's connect
         self.subscribers: dict[str, set[Subscription]] = {}
-        self.task: asyncio.Task | None = None
-        # A new stream joins at the next XREAD. Only a subscribe during a blocking XREAD
-        # must wake it (a wake entry), and one wake per XREAD serves every such subscribe.
-        self.reading = False
-        self.woken = False
+        self.behind: set[str] = set()  # streams to read from the stream (catch up)
+        self.heard: set[str] = set()   # streams that had a message since the last poll
+        self.task: asyncio.Task | None = None  # the catch-up reads
+        self.poll: asyncio.TimerHandle | None = None
 
     async def subscribe(self, response_id: str, after: int) -> Subscription:
         key = stream_key(response_id)
@@ -69,14 +71,60 @@ class ReadHub:
             await self._check_cursor(subscription)
             if subscription.ended:
                 return subscription
-        self.subscribers.setdefault(key, set()).add(subscription)
-        if len(self.first_reads) < FIRST_READS:
-            # the shared read leaves the stream to its first read until that one is done
-            self.first_reads[subscription] = asyncio.ensure_future(
-                self._read_first(subscription))
-        else:
-            await self._read_shared()
+        if self.connecting is None:
+            self._listen()
+        await asyncio.shield(self.connecting)  # raises if Redis is unreachable
+        group = self.subscribers.get(key)
+        if group is None:
+            # its catch-up read comes once the subscription holds (_subscribed): nothing
+            # written after that read is missed, it is published to us
+            self.subscribers[key] = {subscription}
+            if self.listener is not None:  # connecting: it subscribes every held stream
+                self.listener.subscribe(key)
+            else:  # lost since, with nothing else held
+                self._listen()
+        else:  # the stream is heard already (or soon: its read follows then)
+            group.add(subscription)
+            self._catch_up(key)
+        self._poll_later()
         return subscription
+
+    # --- the pub/sub connection ------------------------------------------------------------
+    def _listen(self) -> None:
+        """Open a listener; once connected, it subscribes every stream held then."""
+        listener = self.listener = Listener(self.bus.url, self._heard, self._subscribed,
+                                            self._lost)
+        self.connecting = asyncio.ensure_future(self._connect(listener))
+        self.connecting.add_done_callback(_retrieved)
+
+    async def _connect(self, listener: Listener) -> None:
+        try:
+            await listener.connect(READ_GRACE_SECONDS)
+        except Exception as exc:  # Redis unreachable: as a failed read, readers fail
+            if listener is self.listener:
+                self._fail(exc)
+            raise
+        if listener is not self.listener:  # the hub failed meanwhile
+            listener.close()
+            return
+        for key in self.subscribers:
+            listener.subscribe(key)
+
+    def _lost(self, listener: Listener, exc: Exception, recoverable: bool) -> None:
+        """A listener lost: its readers go back to their streams. A new listener subscribes
+        the streams held, and each is read from its readers' cursors once its subscription
+        holds (_subscribed), then heard again; if Redis cannot be reached, they fail then.
+        A listener that failed otherwise (a refused command) fails them now."""
+        if listener is not self.listener:
+            return
+        if not recoverable:
+            self._fail(exc)
+            return
+        self.listener = self.connecting = None
+        if self.subscribers:
+            log.warning("event stream pub/sub connection lost (%s); listening again, %d "
+                        "streams caught up from Redis", exc, len(self.subscribers))
+            self._listen()
 
     async def _check_cursor(self, subscription: Subscription) -> None:
         """A cursor no read from it would serve (XREAD is exclusive): at or past the end
@@ -94,74 +142,85 @@ class ReadHub:
 
     async def aclose(self) -> None:
         """Stop reading and close the connections."""
-        for task in [self.task, *self.first_reads.values()]:
-            if task is not None:
-                task.cancel()
-        for client in (self.client, self.reader, self.first_reader):
+        for pending in (self.task, self.connecting):
+            if pending is not None:
+                pending.cancel()
+        if self.poll is not None:
+            self.poll.cancel()
+        if self.listener is not None:
+            self.listener.close()
+            self.listener = None
+        for client in (self.client, self.reader):
             await client.aclose(close_connection_pool=True)
 
-    async def _read_shared(self) -> None:
-        """Have the shared read take in the streams it skips now: start it, or wake it
-        (once per XREAD) if it is blocking."""
-        if self.task is None or self.task.done():
-            self.task = asyncio.ensure_future(self._read_forever())
-        elif self.reading and not self.woken:
-            self.woken = True
-            try:
-                await self.client.xadd(self.wake_key, {"w": 1}, maxlen=16, approximate=True)
-            except BaseException:
-                self.woken = False  # the next caller tries again
-                raise
+    # --- what pub/sub brings ---------------------------------------------------------------
+    def _heard(self, channel: bytes, data: bytes) -> None:
+        """A message: the entry to every reader whose cursor it follows; a reader it does
+        not follow (one missed before it) is caught up from the stream."""
+        key = channel.decode()
+        group = self.subscribers.get(key)
+        if group is None:  # unsubscribed meanwhile
+            return
+        self.heard.add(key)
+        entry = decode_message(data)
+        for subscription in list(group):
+            if subscription.ended:
+                continue
+            if entry.error is not None:
+                if subscription.cursor < 0:  # nothing before it
+                    subscription.deliver(entry)
+                else:  # an error from outside (`2-0`): a read of the stream decides
+                    self._catch_up(key)
+            elif entry.first <= subscription.cursor + 1:
+                subscription.deliver(entry)  # it trims what the reader has seen
+            else:
+                self._catch_up(key)
 
-    async def _read_first(self, subscription: Subscription) -> None:
-        """Deliver the stream's next entries as soon as they are written (once), then hand
-        the stream to the shared read."""
-        cursor = "0-0" if subscription.cursor < 0 else f"1-{subscription.cursor}"
-        try:
-            reply = await self.first_reader.xread({subscription.key: cursor},
-                                                  block=FIRST_READ_BLOCK_MS)
-        except Exception as exc:  # the shared read serves the stream (and reports failures)
-            log.debug("first read of %s failed: %s", subscription.key, exc)
-            reply = None
-        finally:
-            self.first_reads.pop(subscription, None)
-        for _, entries in reply or ():
-            for entry_id, fields in entries:
-                subscription.deliver(decode(entry_id, fields))  # the cursor drops repeats
-        try:
-            await self._read_shared()
-        except Exception as exc:  # Redis away: the shared read's next turn takes it in
-            log.debug("waking the shared read for %s failed: %s", subscription.key, exc)
+    def _subscribed(self, channel: bytes) -> None:
+        """What is published on the stream reaches us from now: read what came before."""
+        self._catch_up(channel.decode())
 
     def _unsubscribe(self, subscription: Subscription) -> None:
-        first_read = self.first_reads.pop(subscription, None)
-        if first_read is not None:
-            first_read.cancel()
         group = self.subscribers.get(subscription.key)
         if group is not None:
             group.discard(subscription)
             if not group:
                 del self.subscribers[subscription.key]
                 self.xread.forget(subscription.key)
+                if self.listener is not None:
+                    self.listener.unsubscribe(subscription.key)
 
-    async def _refresh_wake_key(self) -> None:
-        """Keep the wake key expiring a day after the last read (refreshed hourly at most:
-        the read stops and starts again as streams end)."""
-        now = time.monotonic()
-        if now >= self.wake_refresh_due:
-            await self.client.expire(self.wake_key, WAKE_KEY_TTL_SECONDS)
-            self.wake_refresh_due = now + WAKE_KEY_REFRESH_SECONDS
+    # --- reading the streams themselves --------------------------------------------------
+    def _catch_up(self, key: str) -> None:
+        self.behind.add(key)
+        if self.task is None or self.task.done():
+            self.task = asyncio.ensure_future(self._read_behind())
 
-    def _read_from(self) -> dict[str, int]:
+    def _poll_later(self) -> None:
+        if self.poll is None:
+            self.poll = asyncio.get_running_loop().call_later(POLL_SECONDS, self._poll_silent)
+
+    def _poll_silent(self) -> None:
+        """Catch up the streams no message came for since the last poll (while a listener
+        connects, its subscriptions will)."""
+        self.poll = None
+        if not self.subscribers:
+            return
+        if self.listener is not None and self.listener.connected:
+            silent = [key for key in self.subscribers if key not in self.heard]
+            for key in silent:
+                self._catch_up(key)
+        self.heard.clear()
+        self._poll_later()
+
+    def _read_from(self, keys) -> dict[str, int]:
         """Each stream to read, from its readers' lowest cursor: a stream whose every
-        reader has its end queued, or a first read of its own under way, is not read. (A
-        loop over every stream held, on every read: kept plain.)"""
-        first_reads = self.first_reads
+        reader has its end queued is not read."""
         read_from = {}
-        for key, group in self.subscribers.items():
+        for key in keys:
             wanted, lowest = False, None
-            for subscription in group:
-                if not subscription.ended and subscription not in first_reads:
+            for subscription in self.subscribers.get(key, ()):
+                if not subscription.ended:
                     wanted = True
                 if lowest is None or subscription.cursor < lowest:
                     lowest = subscription.cursor
@@ -169,54 +228,55 @@ class ReadHub:
                 read_from[key] = lowest
         return read_from
 
-    async def _read_forever(self) -> None:
+    async def _read_behind(self) -> None:
+        """Read the streams behind, from their readers' cursors, until none is."""
         try:
-            await self._refresh_wake_key()
-            while True:
-                # a stream whose every reader has its end queued, or a first read of its
-                # own under way, is not read; when no stream is left the read stops (a
-                # subscribe or a first read done starts it again, with no wake-up)
-                read_from = self._read_from()
+            while self.behind:
+                read_from = self._read_from(self.behind)
+                self.behind = set()
                 if not read_from:
-                    break
-                command = self.xread.command(read_from, self.wake_key, self.wake_id)
-                self.reading, self.woken = True, False
-                try:
-                    async with asyncio.timeout(READ_BLOCK_MS / 1000 + READ_GRACE_SECONDS):
-                        reply = await self.xread.read(command)
-                finally:
-                    self.reading = False
-                delivered = 0  # streams that had entries
+                    continue
+                async with asyncio.timeout(READ_GRACE_SECONDS):
+                    reply = await self.xread.read(self.xread.command(read_from))
                 for raw_key, entries in reply or ():
                     key = raw_key.decode()
-                    if key == self.wake_key:
-                        self.wake_id = entries[-1][0]
-                        continue
-                    delivered += 1
                     decoded = [decode_flat(entry_id, fields) for entry_id, fields in entries]
                     if len(decoded) > 1:
                         decoded = _joined(decoded)
                     for subscription in list(self.subscribers.get(key, ())):
                         if subscription.cursor < read_from[key]:
                             # it joined during this read, from further back: these entries
-                            # would skip what it has not seen; its first read or the next
-                            # read (from its cursor) serves it
+                            # would skip what it has not seen; the next read serves it
+                            self.behind.add(key)
                             continue
                         for entry in decoded:
                             subscription.deliver(entry)
-                if delivered > 1 and self.bus.read_coalesce:
-                    # under load (several streams wrote meanwhile): let entries of other
-                    # streams gather, so that the next XREAD serves many (what this one
-                    # brought is delivered already); one stream alone is read at once
-                    await asyncio.sleep(self.bus.read_coalesce)
         except Exception as exc:  # Redis gone: every reader gets the failure
-            log.error("event stream reader failed: %s", exc)
-            failure = failure_entry(ServiceUnavailable(
-                "The event stream is unavailable; retry shortly."))
-            for group in self.subscribers.values():
-                for subscription in group:
-                    subscription.put(failure)
-            self.subscribers.clear()
+            self._fail(exc)
+
+    def _fail(self, exc: Exception) -> None:
+        """Redis is gone: every reader gets the failure (a clean end of its stream)."""
+        log.error("event stream reader failed: %s", exc)
+        failure = failure_entry(ServiceUnavailable(
+            "The event stream is unavailable; retry shortly."))
+        for group in self.subscribers.values():
+            for subscription in group:
+                subscription.put(failure)
+        self.subscribers.clear()
+        self.behind.clear()
+        self.heard.clear()
+        if self.poll is not None:
+            self.poll.cancel()
+            self.poll = None
+        if self.listener is not None:
+            self.listener.close()
+        self.listener = self.connecting = None
+
+
+def _retrieved(task: asyncio.Task) -> None:
+    """A listener's connect: its failure is the readers' (_fail), not an unretrieved one."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _joined(entries: list) -> list:

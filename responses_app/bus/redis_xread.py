@@ -1,16 +1,15 @@
-"""The shared read's XREAD, packed by hand and sent on the read hub's one connection.
+"""The reader's XREAD, packed by hand and sent on the read hub's one connection.
 
-The shared read (redis_reader.py) lists every stream its process relays, on every read:
-at 100 held streams an XREAD of ~200 arguments. redis-py's asyncio `pack_command` joins
-its buffer once per argument (quadratic in the command's length) and encodes each
-argument anew: ~136 us per 100-key XREAD, paid every read (2026-11-27, paceweb's
+The reader (redis_reader.py) reads streams themselves only to catch up (a new reader, a
+gap in what pub/sub brought, streams silent a while), often many at once. redis-py's
+asyncio `pack_command` joins its buffer once per argument (quadratic in the command's
+length) and encodes each argument anew: ~136 us per 100-key XREAD (2026-11-27, paceweb's
 profile). Here each key's argument is encoded once, when its stream is first read, and
 a read joins the cached pieces with its cursors; the reply is taken as the parser gives it
 (hiredis; RESP3's map or RESP2's array), without the XREAD response callback's conversion.
-Measured (2026-11-27): 610-766 -> 253-343 us of web CPU per read of 100 streams, 40 with
-an entry (in process, reply and decoding included); web CPU per response at 50 ms pacing,
-100 held streams, 0.85-0.97x main's (~1.5 ms; bench/README.md's issue-31 section,
-docs/architecture.md's ledger, "shared XREAD packed by hand").
+Measured (2026-11-27, as the shared read of every held stream it was then): 610-766 ->
+253-343 us of web CPU per read of 100 streams, 40 with an entry (bench/README.md's
+issue-31 section, docs/architecture.md's ledger, "shared XREAD packed by hand").
 """
 import redis.asyncio as aioredis
 
@@ -24,25 +23,24 @@ FROM_START = bulk(b"0-0")
 
 
 class PackedXRead:
-    """XREAD BLOCK over a set of streams, each from its own id, on `client`'s one
-    connection (a `one_connection_client`: one command at a time)."""
+    """XREAD (without BLOCK: what is there) over a set of streams, each from its own id, on
+    `client`'s one connection (a `one_connection_client`: one command at a time)."""
 
-    def __init__(self, client: aioredis.Redis, block_ms: int):
+    def __init__(self, client: aioredis.Redis):
         self.client = client
-        self.head = b"".join((bulk(b"XREAD"), bulk(b"BLOCK"), bulk(b"%d" % block_ms),
-                              bulk(b"STREAMS")))
+        self.head = b"".join((bulk(b"XREAD"), bulk(b"STREAMS")))
         self.key_args: dict[str, bytes] = {}  # stream key -> its argument, encoded once
 
     def forget(self, key: str) -> None:
         """A stream no longer read: drop its cached argument."""
         self.key_args.pop(key, None)
 
-    def command(self, streams: dict[str, int], wake_key: str, wake_id: bytes) -> bytes:
-        """The command's bytes: the wake key from `wake_id`, then each stream after the
-        sequence number given (-1: from its start)."""
+    def command(self, streams: dict[str, int]) -> bytes:
+        """The command's bytes: each stream after the sequence number given (-1: from its
+        start)."""
         key_args = self.key_args
-        keys = [bulk(wake_key.encode())]
-        ids = [bulk(wake_id)]
+        keys = []
+        ids = []
         for key, after in streams.items():
             arg = key_args.get(key)
             if arg is None:
@@ -53,10 +51,10 @@ class PackedXRead:
             else:  # bulk() inline: a call per stream costs a third of the packing
                 entry_id = b"1-%d" % after
                 ids.append(b"$%d\r\n%s\r\n" % (len(entry_id), entry_id))
-        return b"".join((b"*%d\r\n" % (4 + 2 * len(keys)), self.head, *keys, *ids))
+        return b"".join((b"*%d\r\n" % (2 + 2 * len(keys)), self.head, *keys, *ids))
 
     async def read(self, command: bytes):
-        """The raw reply: None when the block ended with nothing, else (key,
+        """The raw reply: None when there was nothing, else (key,
         [[id, [field, value, ...]], ...]) pairs (RESP3's map as its items, RESP2's array
         as it is). Any failure (a timeout of the caller's included) closes the connection:
         the next read connects again."""
@@ -71,4 +69,3 @@ class PackedXRead:
             await connection.disconnect(nowait=True)
             raise
         return reply.items() if isinstance(reply, dict) else reply
-
