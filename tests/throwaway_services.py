@@ -190,7 +190,9 @@ def provide_services(environ) -> list:
         cleanups.append(lambda: _stop(process, signal.SIGINT))  # PostgreSQL's fast shutdown
         postgres_url = _with_server(postgres_url, base_url)
         database_url = _with_server(database_url, base_url)
-    if forced or not redis_answers(redis_url):
+    # several test processes (pytest-xdist's workers) would share the machine's Redis
+    # databases (TEST_REDIS_DB_BASE on): each has a throwaway server of its own instead
+    if forced or environ.get("PYTEST_XDIST_WORKER") or not redis_answers(redis_url):
         workdir = workdir or Path(tempfile.mkdtemp(prefix="gateway-test-services-"))
         redis_process, redis_url = start_redis(workdir)
         cleanups.append(lambda: _stop(redis_process, signal.SIGTERM))
