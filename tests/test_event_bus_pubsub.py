@@ -118,9 +118,21 @@ def test_an_end_from_outside_is_heard_at_once(monkeypatch):
     assert (end.first, end.last, end.end, numbers([end])) == (2, 2, True, [2])
 
 
+LISTENER_NAME = f"gwtest-listener-{os.getpid()}"
+
+
+def named_bus() -> RedisEventBus:
+    """A web's bus whose connections carry LISTENER_NAME: its listener is told apart from
+    those of the deployments that share this Redis (other tests' web processes)."""
+    redis_bus()  # flushes the database
+    return RedisEventBus(f"{URL}?client_name={LISTENER_NAME}", retention_seconds=60,
+                         run_deadline_seconds=60, flush_interval=0.005)
+
+
 def pubsub_clients(server: redis.Redis) -> list[int]:
-    """The ids of the server's connections in subscribed mode."""
-    return sorted(int(client["id"]) for client in server.client_list(_type="pubsub"))
+    """The ids of the named bus's connections in subscribed mode."""
+    return sorted(int(client["id"]) for client in server.client_list(_type="pubsub")
+                  if client["name"] == LISTENER_NAME)
 
 
 async def one_listener_other_than(server: redis.Redis, gone: int | None) -> int:
@@ -147,7 +159,7 @@ def test_a_killed_listener_sends_its_readers_back_to_their_streams_then_listens_
     held, no listener to hear them) come from the streams, what follows by pub/sub again;
     every reader gets every event once, in order, and none fails."""
     monkeypatch.setattr("responses_app.bus.redis_reader.POLL_SECONDS", 60)  # no poll helps
-    bus, worker = redis_bus(), other_process_bus()
+    bus, worker = named_bus(), other_process_bus()
     first, second = (f"resp_killed_{os.getpid()}_{n}" for n in range(2))
     server = redis.Redis.from_url(URL)
 
@@ -161,7 +173,7 @@ def test_a_killed_listener_sends_its_readers_back_to_their_streams_then_listens_
         for response_id, writer in writers.items():
             await writer.append(batch(stampers[response_id], 2), urgent=True)
         for _ in range(2):
-            assert server.client_kill_filter(_type="pubsub") == 1  # the web's listener
+            assert server.client_kill_filter(_id=listener) == 1  # the web's listener
             for response_id, stamper in stampers.items():  # heard by no one
                 assert worker.append_now(response_id, batch(stamper, 2))
             listener = await one_listener_other_than(server, listener)
@@ -183,7 +195,7 @@ def test_a_listener_dropped_at_the_pubsub_output_buffer_limit_misses_nothing(mon
     loop held while 16 kB events are appended, past `client-output-buffer-limit pubsub`
     set to 1 kB): its readers are caught up from the streams and heard again."""
     monkeypatch.setattr("responses_app.bus.redis_reader.POLL_SECONDS", 60)
-    bus, worker = redis_bus(), other_process_bus()
+    bus, worker = named_bus(), other_process_bus()
     first, second = (f"resp_slow_{os.getpid()}_{n}" for n in range(2))
     server = redis.Redis.from_url(URL)
     limits = server.config_get("client-output-buffer-limit")["client-output-buffer-limit"]
