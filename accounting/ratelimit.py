@@ -28,7 +28,7 @@ from redis.exceptions import RedisError
 
 from observability.metrics import RATE_LIMITED
 from responses_app import backends
-from responses_app.errors import APIError, ServiceUnavailable
+from responses_app.errors import APIError, ServiceUnavailable, is_backing_service_outage
 
 from .limiter_plan import AdmissionPlan, Bucket, RunSet, Settlement
 from .limits import Limits, limits_for, remembered_limits
@@ -114,16 +114,26 @@ def admit(principal, *, tokens: int = 0, run: bool = False) -> Admission:
 def settle(tenant_id: int, context: dict, used_tokens: int) -> None:
     """The run of an admitted request ended having used `used_tokens`: correct the token
     buckets, release its slot, add its usage to the month. Failures are logged only (the
-    buckets drain and the slot lapses on their own)."""
+    buckets drain and the slot lapses on their own); with the database away (the limits
+    unread), the slot is still released and the buckets drain."""
     if not context.get("limited"):
         return
-    limits = limits_for(tenant_id)
     delta = used_tokens - context.get("estimated_tokens", 0)
-    buckets = [Bucket(key, limit, delta) for key, limit in (
-        (_key("k", context["api_key_id"], "tokens"), limits.key_tokens_per_minute),
-        (_key("t", tenant_id, "tokens"), limits.tokens_per_minute)) if limit]
+    buckets = []
+    try:
+        limits = limits_for(tenant_id) if delta else None
+    except Exception as exc:
+        if not is_backing_service_outage(exc):
+            raise
+        log.warning("the limits of tenant %s could not be read (%s); its token buckets "
+                    "drain on their own", tenant_id, exc)
+        limits = None
+    if limits is not None:
+        buckets = [Bucket(key, limit, delta) for key, limit in (
+            (_key("k", context["api_key_id"], "tokens"), limits.key_tokens_per_minute),
+            (_key("t", tenant_id, "tokens"), limits.tokens_per_minute)) if limit]
     settlement = Settlement(
-        buckets=buckets if delta else [],
+        buckets=buckets,
         run_set_keys=[_run_key("k", context["api_key_id"]), _run_key("t", tenant_id)],
         quota_key=_quota_key(tenant_id), used_tokens=used_tokens, slot=context.get("slot"))
     try:

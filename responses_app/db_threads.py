@@ -16,7 +16,7 @@ from functools import lru_cache
 from django.conf import settings
 from django.db import close_old_connections
 
-from .errors import ServiceUnavailable
+from .errors import database_did_not_answer
 
 
 @lru_cache(maxsize=1)
@@ -32,9 +32,7 @@ async def run_db(function, *args):
         async with asyncio.timeout(settings.DATABASE_WAIT_SECONDS):
             return await work
     except TimeoutError:
-        raise ServiceUnavailable(
-            f"The database did not answer within {settings.DATABASE_WAIT_SECONDS:g} s; "
-            "retry shortly.") from None
+        raise database_did_not_answer() from None
 
 
 def on_pooled_connection(function, *args, **kwargs):

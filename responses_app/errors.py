@@ -83,6 +83,16 @@ class ServiceUnavailable(APIError):
 RETRY_AFTER_SECONDS = 5
 
 
+def database_did_not_answer() -> ServiceUnavailable:
+    """What a request that waited DATABASE_WAIT_SECONDS for the database is answered (by
+    the web, db_threads.py, or by the run that could not claim its response in that time,
+    worker/run_abandon.py)."""
+    from django.conf import settings
+
+    return ServiceUnavailable(f"The database did not answer within "
+                              f"{settings.DATABASE_WAIT_SECONDS:g} s; retry shortly.")
+
+
 class ServerError(APIError):
     status = 500
     type = "server_error"

@@ -10,6 +10,7 @@ import time
 import httpx
 import psycopg
 import pytest
+import redis
 
 from tests.conftest import production_deployment
 from tests.invariants import check_cancelled_stream, check_stream
@@ -26,11 +27,13 @@ def bench_text(n: int, upto: int | None = None) -> str:
 
 @pytest.fixture(scope="module")
 def durable(upstream, tmp_path_factory):
-    """A deployment with a fast watchdog (2 s heartbeats) and a short event retention."""
+    """A deployment with a fast watchdog (2 s heartbeats) and a short event retention; its
+    API keys remembered long, so that requests during the Postgres outage reach a worker."""
     with production_deployment(upstream, tmp_path_factory, "durable", SPARE_REDIS_DB,
                                WORKER_HEARTBEAT_TTL_SECONDS="2", WATCHDOG_INTERVAL_SECONDS="0.5",
                                EVENT_RETENTION_SECONDS=str(RETENTION_SECONDS),
-                               QUEUED_REDISPATCH_SECONDS="600") as deployment:
+                               QUEUED_REDISPATCH_SECONDS="600",
+                               API_KEY_CACHE_SECONDS="600") as deployment:
         deployment.key = deployment.new_api_key("dora")
         yield deployment
 
@@ -345,23 +348,54 @@ def test_a_worker_killed_mid_run_fails_the_response_and_ends_the_stream(
 
 # --- Postgres briefly away ------------------------------------------------------------------
 
-def test_postgres_unavailable_gives_503s_and_the_service_recovers(durable, api):
+def outage_503(message: str) -> tuple[int, str, dict]:
+    return 503, "5", {"error": {"message": message, "type": "server_error", "param": None,
+                                "code": "service_unavailable"}}
+
+
+def run_messages(queue: redis.Redis) -> str:
+    """Every run message on the queue or on a worker's processing list, as one string."""
+    keys = ["gw:runs", *queue.scan_iter(match="gw:processing:*")]
+    return str([queue.lrange(key, 0, -1) for key in keys])
+
+
+def rows_with_input(deployment: Deployment, marker: str) -> list[tuple[str, str]]:
+    with psycopg.connect(deployment.env["DATABASE_URL"]) as database:
+        return database.execute("SELECT id, status FROM responses WHERE input_items::text "
+                                "LIKE %s ORDER BY id", [f"%{marker}%"]).fetchall()
+
+
+def test_postgres_unavailable_gives_503s_and_the_service_recovers(durable, api, upstream):
     kept = api.post("/responses", json={"model": "fake-text", "input": "kept"}).json()
+    logged = durable.logs()
     database = durable.env["DATABASE_URL"].rsplit("/", 1)[1]
     admin = durable.env["DATABASE_URL"].rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
+    # A foreground run's worker writes its row as it claims it: its client waits for the
+    # claim DATABASE_WAIT_SECONDS (5 s), not the 15 s after which the web gives up on a run
+    # no worker started (what it got before, its run then generated once the database was
+    # back): a client that waits 12 s fails that.
+    with psycopg.connect(admin, autocommit=True) as conn, client(durable, durable.key) as quick:
+        quick.timeout = httpx.Timeout(12)
         conn.execute(f'ALTER DATABASE "{database}" WITH ALLOW_CONNECTIONS false')
         conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                      "WHERE datname = %s AND pid <> pg_backend_pid()", [database])
         try:
-            for attempt in (
-                    lambda: api.post("/responses", json={"model": "fake-text", "input": "x"}),
-                    lambda: api.get(f"/responses/{kept['id']}")):
-                failed = attempt()
-                assert failed.status_code == 503, failed.text
-                assert failed.json()["error"]["code"] == "service_unavailable"
+            answers = [api.get(f"/responses/{kept['id']}")]
+            for body in ({"input": "outage 1"}, {"input": "outage 2"},
+                         {"input": "outage 3", "stream": True}):
+                with quick.stream("POST", "/responses",
+                                  json={"model": "fake-text", **body}) as answer:
+                    answer.read()  # a stream's failed start: a JSON error, no event
+                    answers.append(answer)
+            # the first claim to meet the outage went out beside its upstream call (closed
+            # when the claim failed); the worker claims first from then on
+            upstream_during = requests_for(upstream, "outage 1")
         finally:
             conn.execute(f'ALTER DATABASE "{database}" WITH ALLOW_CONNECTIONS true')
+    assert [(a.status_code, a.headers.get("retry-after"), a.json()) for a in answers] == [
+        outage_503("A backing service (database or message broker) is unavailable; retry "
+                   "shortly."),
+        *[outage_503("The database did not answer within 5 s; retry shortly.")] * 3]
     answers = []
 
     def recovered():
@@ -380,3 +414,12 @@ def test_postgres_unavailable_gives_503s_and_the_service_recovers(durable, api):
     except AssertionError:
         raise AssertionError(f"still failing: {answers[-1].status_code} {answers[-1].text}")
     assert api.get(f"/responses/{kept['id']}").json() == kept
+    # the abandoned runs' messages are settled without running: nothing stored, the
+    # upstream not called again, no crash logged
+    with redis.Redis.from_url(durable.env["REDIS_URL"]) as queue:
+        wait_for(lambda: "outage " not in run_messages(queue), "the abandoned runs to settle")
+    assert rows_with_input(durable, "outage ") == []
+    assert [requests_for(upstream, f"outage {n}") for n in (1, 2, 3)] == [upstream_during, 0, 0]
+    logs = durable.logs()
+    assert (logs.count("crashed"), logs.count("its client answered 503")) == (
+        logged.count("crashed"), logged.count("its client answered 503") + 3)

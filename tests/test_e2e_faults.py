@@ -8,7 +8,9 @@ is lost or generated twice:
   web host serving; the link back, it serves again;
 - Postgres silently unreachable from every worker host: a background response stays
   queued, its claims fail and give the run back instead of hanging; the link back, it is
-  generated once and completes;
+  generated once and completes. A foreground response (its worker writes its row as it
+  claims it) is answered 503 once its claim has waited DATABASE_WAIT_SECONDS, and never
+  runs: the link back, it has no row and the upstream got nothing more;
 - the database turned read-only (a standby, a full disk's protection): a 503, nothing
   stored (background creates, whose row the web writes); writable again, served;
 - the upstream accepting the connection and never answering: the (background) response
@@ -34,7 +36,7 @@ from websockets.sync.client import connect
 from tests.hosts_cluster import POSTGRES_PORT, WEB_PORT, Cluster, cluster_workdir
 from tests.netns import Network, namespaces_available
 from tests.invariants import check_stream
-from tests.test_e2e_durable import EventReader, bench_text, deltas, wait_for
+from tests.test_e2e_durable import EventReader, bench_text, deltas, run_messages, wait_for
 
 WAIT_SECONDS = 3  # DATABASE_WAIT_SECONDS and DATABASE_TCP_TIMEOUT_SECONDS of the cluster
 STORE_RETRY_SECONDS = 10  # RUN_DATABASE_RETRY_SECONDS: attempts of up to 3 s fit in it
@@ -229,13 +231,25 @@ def test_workers_cut_silently_from_postgres_run_the_response_once_it_is_back(clu
             assert answer.status_code == 200, answer.text
             created = answer.json()
             assert created["status"] == "queued"
-            wait_for(lambda: "crashed" in "".join(cluster.log(w) for w in cluster.workers),
-                     "a worker's claim to fail (and give the run back)", timeout=60)
+            wait_for(lambda: "goes back to the queue" in "".join(
+                cluster.log(w) for w in cluster.workers),
+                "a worker's claim to fail (and give the run back)", timeout=60)
             assert client.get(f"/responses/{created['id']}").json()["status"] == "queued"
+            refused = client.post("/responses", json={"model": "fake-text",
+                                                      "input": "foreground cut"})
+            upstream_during = upstream_count(cluster, "foreground cut")  # beside its claim
         finally:
             for worker in cluster.workers:
                 worker.undrop(database, POSTGRES_PORT)
         wait_for(lambda: client.get(f"/responses/{created['id']}").json()["status"]
                  == "completed", "the response to complete", timeout=60)
+    assert (refused.status_code, refused.headers["retry-after"], refused.json()) == (
+        503, "5", {"error": {"message": "The database did not answer within 3 s; retry "
+                                        "shortly.", "type": "server_error", "param": None,
+                             "code": "service_unavailable"}})
+    wait_for(lambda: "foreground cut" not in run_messages(cluster.redis()),
+             "the abandoned run to settle", timeout=60)
     assert rows_with_input(cluster, "workers cut") == [(created["id"], "completed")]
+    assert rows_with_input(cluster, "foreground cut") == []
     assert upstream_count(cluster, "workers cut") == 1
+    assert upstream_count(cluster, "foreground cut") == upstream_during

@@ -69,6 +69,19 @@ def test_a_carried_job_travels_with_its_creation_time_and_goes_back_marked_resen
     assert resent_form(b"resp_2") == b"resp_2"
 
 
+def test_a_carried_job_given_back_abandoned_stays_abandoned():
+    message = Job.of_columns("resp_1", JOB, carried=True).message()
+    abandoned = resent_form(message, abandoned=True)
+    assert orjson.loads(abandoned) == {"id": "resp_1", "job": JOB, "resent": True,
+                                       "abandoned": True}
+    again = resent_form(abandoned)  # its copy, given back when the database is still away
+    assert again == abandoned
+    _, job, _ = job_of_message(again)
+    assert (job.columns(), job.carried, job.resent, job.abandoned) == (JOB, True, True, True)
+    _, resent, _ = job_of_message(resent_form(message))
+    assert (resent.resent, resent.abandoned) == (True, False)
+
+
 def test_only_a_job_a_message_can_carry_is_carriable():
     job = Job.of_columns("resp_1", JOB, carried=True)
     assert job.carriable() is True

@@ -8,7 +8,9 @@ that may start before its claim is confirmed, the id with the job's columns and 
 time (serialized here, once), and the run writes the row as it claims it
 (lifecycle.claim_carried). A run whose message has no job reads the same columns back with
 its claim. A message given back to the queue (redelivery.py) keeps its job, marked
-`resent`: its run claims before it calls the upstream. When
+`resent`: its run claims before it calls the upstream; or marked `abandoned` (a run whose
+claim met a database outage, its client answered 503: worker/run_abandon.py): its run
+never runs, it only removes the row the lost claim may have written. When
 tracing is on the message also carries the request's trace context (W3C headers), so the
 run continues the request's trace.
 Another kind of run rides the same queue with its own message field (a chat completion's:
@@ -76,6 +78,8 @@ class Job:
     # upstream before its claim is confirmed (a client waits for its first event and the
     # run reads nothing stored)
     resent: bool = False  # its message was given back: the run claims before it calls
+    abandoned: bool = False  # its client was answered 503 (its claim met a database
+    # outage): its run only removes the row its claim may have written, and never runs
     encoded: bytes | None = field(default=None, repr=False, compare=False)  # its columns'
     # JSON, kept by `carriable` for its message (encoded once)
 
@@ -108,20 +112,24 @@ class Job:
         columns = None
         if self.carried:
             columns = self.columns() if self.encoded is None else orjson.Fragment(self.encoded)
-        return run_message(self.id, columns, trace, created_at=self.created_at, resent=resent)
+        return run_message(self.id, columns, trace, created_at=self.created_at, resent=resent,
+                           abandoned=self.abandoned)
 
 
 def run_message(response_id: str, columns: dict | orjson.Fragment | None = None,
                 trace: dict | None = None, created_at: datetime | None = None,
-                resent: bool = False) -> bytes:
+                resent: bool = False, abandoned: bool = False) -> bytes:
     """A run's message: its id, with its job's columns (and creation time; and whether it
-    is given back) when given and small enough, and the trace context when given."""
+    is given back, or abandoned) when given and small enough, and the trace context when
+    given."""
     if columns is not None:
         fields = {"id": response_id, "job": columns}
         if created_at is not None:
             fields["created_at"] = created_at.isoformat()
         if resent:
             fields["resent"] = True
+        if abandoned:
+            fields["abandoned"] = True
         message = _encoded(fields, trace)
         if message is not None and len(message) <= MAX_JOB_BYTES:
             return message
@@ -162,6 +170,7 @@ def job_of_message(message: bytes) -> tuple[str, Job | None, dict | None]:
     if columns is not None:
         job = Job.of_columns(response_id, columns, True)
         job.resent = parsed.get("resent", False)
+        job.abandoned = parsed.get("abandoned", False)
         if "created_at" in parsed:
             job.created_at = datetime.fromisoformat(parsed["created_at"])
     return response_id, job, parsed.get("trace")

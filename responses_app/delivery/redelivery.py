@@ -18,7 +18,10 @@ heartbeat late) stays known, so whatever it takes afterwards is found if it then
 Messages given back are marked `resent` (jobs.py): their run claims the response before it
 calls the upstream, so a worker that only looked dead (a partition) and a worker running
 the message again cannot both call it. One that carries its job keeps it: its row may not
-be written yet (its run writes it as it claims it).
+be written yet (its run writes it as it claims it). A run whose claim met a database
+outage for DATABASE_WAIT_SECONDS gives its message back marked `abandoned` before its
+client is answered 503 (worker/run_abandon.py): from then on no copy of it can run, and
+the copy that is left removes the row the lost claim may have written.
 """
 import logging
 import time
@@ -28,6 +31,9 @@ from .jobs import RUN_QUEUE_KEY, job_of_message, run_message
 log = logging.getLogger(__name__)
 
 PROCESSING_PREFIX = "gw:processing:"
+# What a run settles its message with (besides True: claim won or lost, and False: the
+# claim failed, give it back to run again) when it abandons it (worker/run_abandon.py).
+ABANDONED = "abandoned"
 CONSUMERS_KEY = "gw:consumers"  # worker id -> when its heartbeat last registered it
 FORGET_CONSUMER_SECONDS = 3600
 
@@ -62,21 +68,24 @@ def processing_key(worker: str) -> str:
     return PROCESSING_PREFIX + worker
 
 
-def resent_form(message: bytes) -> bytes:
-    """The message as it goes back to the queue: marked resent (its run claims first)."""
+def resent_form(message: bytes, abandoned: bool = False) -> bytes:
+    """The message as it goes back to the queue: marked resent (its run claims first), and
+    abandoned if it was or `abandoned` (a message that carries its job)."""
     response_id, job, trace = job_of_message(message)
     if job is None:
         return run_message(response_id, None, trace)
+    job.abandoned = job.abandoned or abandoned
     return job.message(trace, resent=True)
 
 
-def give_back_args(worker: str, messages: list[bytes],
-                   forget_before: float = 0) -> tuple[list[str], list]:
+def give_back_args(worker: str, messages: list[bytes], forget_before: float = 0,
+                   abandoned: bool = False) -> tuple[list[str], list]:
     """RECLAIM_SCRIPT's keys and arguments to give `messages` of `worker` back (and forget
-    the worker if it registered before `forget_before` and holds nothing more)."""
+    the worker if it registered before `forget_before` and holds nothing more); marked
+    abandoned if `abandoned`."""
     args: list = [worker, forget_before]
     for message in messages:
-        args += (message, resent_form(message))
+        args += (message, resent_form(message, abandoned))
     return [processing_key(worker), RUN_QUEUE_KEY, CONSUMERS_KEY], args
 
 

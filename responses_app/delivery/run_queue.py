@@ -12,8 +12,10 @@ vs 163-170 us of Redis CPU per run, ~12-14% of a response's all-in CPU (2026-11-
 Delivery is at least once (redelivery.py): a message is moved onto this worker's
 processing list as it is taken (BLMOVE) and removed from it once its run's claim is
 settled (LREM); if the worker dies in between, the watchdog gives it back to the queue.
-A claim that fails (the database away) gives its message back too. A duplicate is
-harmless: the claim is one conditional UPDATE (queued → in_progress).
+A claim that fails (the database away) gives its message back too; one abandoned (a run
+whose client waits, its claim failing for DATABASE_WAIT_SECONDS: worker/run_abandon.py)
+gives it back at once, marked so that it never runs, before its client is answered. A
+duplicate is harmless: the claim is one conditional UPDATE (queued → in_progress).
 
 The LREMs ride with the consumer's next BLMOVE, in one write (a pipeline, LREMs first): at most
 POP_TIMEOUT_SECONDS later while the queue is idle, at once when no run slot is free (the
@@ -39,7 +41,7 @@ from observability import tracing
 
 from ..redis_client import DRIVER_INFO
 from .jobs import RUN_QUEUE_KEY, job_of_message
-from .redelivery import RECLAIM_SCRIPT, give_back_args, processing_key
+from .redelivery import ABANDONED, RECLAIM_SCRIPT, give_back_args, processing_key
 from .heartbeat import worker_id
 
 log = logging.getLogger(__name__)
@@ -164,9 +166,13 @@ class RunConsumer:
         finally:
             free.release()
 
-    def _settled(self, message: bytes, settled: bool) -> None:
+    def _settled(self, message: bytes, settled: bool | str) -> asyncio.Future | None:
         """The run's claim is settled (won or lost): the message leaves the processing list;
-        or it failed (`settled` False): the message goes back to the queue, after a pause."""
+        or it failed (`settled` False): the message goes back to the queue, after a pause;
+        or the run abandoned it (ABANDONED): the message goes back at once, marked so (the
+        future of how many went back, 1 or 0: no longer on the list, a copy runs)."""
+        if settled == ABANDONED:
+            return asyncio.ensure_future(self._give_back(message, abandoned=True))
         if settled and not self.free.locked():  # the consumer takes: with its next take
             self.acks.append(message)
             return
@@ -175,11 +181,13 @@ class RunConsumer:
         else:
             done = asyncio.ensure_future(self._give_back(message))
         done.add_done_callback(_log_if_failed)
+        return None
 
-    async def _give_back(self, message: bytes) -> None:
-        await asyncio.sleep(GIVE_BACK_DELAY_SECONDS)
-        keys, args = give_back_args(worker_id(), [message])
-        await self.give_back(keys=keys, args=args)
+    async def _give_back(self, message: bytes, abandoned: bool = False) -> int:
+        if not abandoned:
+            await asyncio.sleep(GIVE_BACK_DELAY_SECONDS)
+        keys, args = give_back_args(worker_id(), [message], abandoned=abandoned)
+        return await self.give_back(keys=keys, args=args)
 
 
 def _log_failure(exc: BaseException) -> None:

@@ -9,25 +9,52 @@ Postgres' `synchronous_commit = off`. Such a commit is visible to every session 
 as any commit; only a crash of the database server in the moment after it (before the
 WAL writer flushes it, a fraction of a second) can undo it, together with every later
 commit not yet flushed. A durable commit flushes the WAL before it, theirs included.
+
+The process remembers whether its last statement met an outage (`away()`, until one
+succeeds): a run that carries its job then claims its response before it calls the
+upstream, rather than beside it (worker/run.py), so an outage's runs, answered 503,
+send the upstream nothing.
 """
 import asyncio
 
 from django.conf import settings
 from django.db import connection
 
+from ..errors import is_backing_service_outage
+
 # OPTIONS of Django's Postgres backend that are not libpq connection parameters.
 DJANGO_ONLY_OPTIONS = {"pool", "server_side_binding", "isolation_level", "assume_role",
                        "cursor_factory", "context", "prepare_threshold"}
 
 _pools: dict = {}  # (event loop, durable) -> psycopg_pool.AsyncConnectionPool
+_away = False  # this process's last statement met an outage
 
 
 async def fetchone(sql: str, params, durable: bool = True) -> tuple | None:
     """Run one statement (autocommit) on the loop's pool; its first row. `durable=False`:
     its commit does not wait for the disk (see above)."""
-    async with (await _pool(durable)).connection() as conn:
-        cursor = await conn.execute(sql, params)
-        return await cursor.fetchone() if cursor.description else None
+    global _away
+    try:
+        async with (await _pool(durable)).connection() as conn:
+            cursor = await conn.execute(sql, params)
+            row = await cursor.fetchone() if cursor.description else None
+    except Exception as exc:
+        if is_backing_service_outage(exc):
+            _away = True
+        raise
+    _away = False
+    return row
+
+
+def away() -> bool:
+    """Whether this process's last statement met an outage (none has succeeded since)."""
+    return _away
+
+
+def met_outage() -> None:
+    """A statement was given up on (its caller's time ran out): as if it met an outage."""
+    global _away
+    _away = True
 
 
 async def _pool(durable: bool):

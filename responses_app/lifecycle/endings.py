@@ -1,7 +1,7 @@
 """The ends of a response decided outside its run, from a thread: cancelled while queued
 (the cancel service), orphaned (the watchdog: its worker died), never started (the run was
-not sent, or the upstream refused it before it started); and the settlement every ended
-run owes its admission.
+not sent, the upstream refused it before it started, or its claim met a database outage
+and its client was answered 503); and the settlement every ended run owes its admission.
 
 Each end is one conditional write (a claim, a late worker's store, or another end then
 finds nothing to do), then the admission is settled and the event stream ended.
@@ -110,3 +110,11 @@ def forget_unsent(response_id: str) -> None:
 def discard_unstarted(response_id: str) -> None:
     """A run refused before it started leaves nothing behind (the client gets the error)."""
     StoredResponse.objects.filter(id=response_id).delete()
+
+
+def discard_abandoned(response_id: str) -> bool:
+    """The row a run abandoned while claiming may have written (its claim's statement
+    committed as its connection failed) is removed; whether there was one."""
+    return bool(StoredResponse.objects.filter(
+        id=response_id, status__in=(ResponseStatus.QUEUED, ResponseStatus.IN_PROGRESS))
+        .delete()[0])

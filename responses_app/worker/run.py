@@ -5,7 +5,12 @@
    thread); a run sent with its job writes its row as claimed and does not wait: the
    claim is confirmed while it calls the upstream (run_claim.py), and it publishes,
    stores and charges nothing before it is (one that does not get it closes its upstream
-   call at once and leaves no trace); a resent one (given back to the queue) claims first;
+   call at once and leaves no trace); a resent one (given back to the queue), or one
+   sent while this process's last statement met an outage, claims first. A claim that
+   meets a database outage: an id-only one goes back to the queue (its run waits for
+   the database); one that carries its job (its client waits) is tried again until
+   DATABASE_WAIT_SECONDS, then the run is abandoned, its client answered 503, and it
+   never runs (run_abandon.py);
 2. streaming, with the tool loop: the upstream's chunks become the response's events on
    the bus (run_streaming.py), until an `Ending`;
 3. storing: the result is committed (lifecycle.store_result) before its terminal event is
@@ -20,7 +25,10 @@ it streams; `execute_run` is the sync entry (the embedded dispatcher).
 """
 import asyncio
 import logging
+import time
 from collections.abc import Callable
+
+from django.conf import settings
 
 from observability.request_context import bind_request_id
 from upstreams.routing import remembered_route_for_model, route_for_model
@@ -32,8 +40,11 @@ from ..bus.entries import failure_entry, stamped_entry
 from ..delivery.jobs import MESSAGE_KINDS, Job, run_of_kind
 from . import loop
 from ..delivery.heartbeat import worker_id
+from ..errors import is_backing_service_outage
+from ..lifecycle import database
 from .loop import blocking
-from .run_claim import Claim
+from .run_abandon import abandon, discard
+from .run_claim import Claim, ClaimAbandoned, claimed_by
 from .run_job import RunJob, prepared
 from .run_observer import ObservedRun
 from . import run_store
@@ -52,13 +63,13 @@ async def run_response(response_id: str, carried: Job | None = None,
     """Run the response `response_id`; `carried` is its job when its message carried it (a
     foreground run that reads nothing stored: no history, no MCP tools). `settled(True)` is
     called once its claim is won or lost, `settled(False)` if the claim failed (the run
-    queue's acknowledgement)."""
+    queue's acknowledgement; `settled(ABANDONED)` if the run was abandoned: run_abandon.py)."""
     kind = getattr(carried, "kind", None)
     if kind in MESSAGE_KINDS:  # another kind of run (a chat completion's: no row to claim)
         return await run_of_kind(kind)(carried, settled)
-    claimed = await _claiming(response_id, carried, settled or _ignored)
+    settled = settled or _ignored
+    claimed = await _claiming(response_id, carried, settled)
     if claimed is None:
-        log.info("run %s already claimed or gone", response_id)
         return
     job, streaming = claimed
     observed = ObservedRun(job)
@@ -67,6 +78,8 @@ async def run_response(response_id: str, carried: Job | None = None,
         ending = observed.ending = await streaming.run()
         observed.first_delta_at = streaming.first_delta_at
         if not await streaming.claim.owned():
+            if streaming.claim.abandoned:
+                return await abandon(observed, settled, _ended, streaming.bus_writer)
             ending = observed.ending = Ending("unclaimed")
         await _storing(job, streaming, ending, observed)
     finally:
@@ -83,33 +96,55 @@ def _ignored(settled: bool) -> None:
 
 async def _claiming(response_id: str, carried: Job | None,
                     settled: Callable[[bool], None]) -> tuple[RunJob, Streaming] | None:
-    """The run's job, ready to stream (None: another run has the response, or it is gone)."""
+    """The run's job, ready to stream (None: another run has the response, or it is gone,
+    or its claim failed, or it was abandoned)."""
     if carried is None:
-        job = await _claimed(lifecycle.claim_job(response_id, worker_id()), settled)
+        job = await _claimed(lifecycle.claim_job(response_id, worker_id()), settled,
+                             response_id)
         if job is None:
             return None
         job, route, mcp_plan = await run_store.prepared(response_id, _prepare, job)
         return job, Streaming(job, route, mcp_plan, Claim.taken(response_id))
-    if carried.resent:  # given back to the queue: claim before calling the upstream
-        if not await _claimed(lifecycle.claim_carried(carried, worker_id()), settled):
+    if carried.abandoned:  # its client was answered 503: it never runs
+        await discard(response_id, settled)
+        return None
+    deadline = time.monotonic() + settings.DATABASE_WAIT_SECONDS
+    if carried.resent or database.away():  # claim before calling the upstream
+        try:
+            if not await _claimed(claimed_by(carried, deadline), settled, response_id):
+                return None
+        except ClaimAbandoned:
+            observed = ObservedRun(carried)
+            await abandon(observed, settled, _ended)
+            observed.log()
             return None
         claim = Claim.taken(response_id)
     else:
-        claim = Claim.pending(carried)
+        claim = Claim.pending(carried, deadline)
         claim.on_settled(settled)
     job = prepared(carried)
     route = remembered_route_for_model(job.model) or await blocking(route_for_model, job.model)
     return job, Streaming(job, route, None, claim)
 
 
-async def _claimed(claiming, settled: Callable[[bool], None]):
-    """The claim's outcome, `settled` told whether it was settled (won or lost) or failed."""
+async def _claimed(claiming, settled: Callable[[bool], None], response_id: str):
+    """The claim's outcome, `settled` told whether it was settled (won or lost) or failed
+    (None then, when the database is away: the message goes back to the queue). A claim
+    abandoned (ClaimAbandoned) is raised, its settlement left to the run."""
     try:
         outcome = await claiming
-    except BaseException:
-        settled(False)
+    except ClaimAbandoned:
         raise
+    except BaseException as exc:
+        settled(False)
+        if not is_backing_service_outage(exc):
+            raise
+        log.warning("run %s: its claim met a database outage (%s); it goes back to the "
+                    "queue", response_id, exc)
+        return None
     settled(True)
+    if not outcome:
+        log.info("run %s already claimed or gone", response_id)
     return outcome
 
 

@@ -3,19 +3,79 @@
 first), or confirmed while the run calls the upstream (a run sent with its job writes its
 row as claimed meanwhile: lifecycle.claim_carried). Until it is confirmed, the run publishes nothing
 (`gate`); refused, the run stops at once (`on_refused`) and stores and charges nothing.
+
+A run that carries its job has a client waiting for its first event: its claim is tried
+again through a database outage until DATABASE_WAIT_SECONDS after the run started (each
+attempt cut at that deadline), then the run is abandoned (ClaimAbandoned: its client is
+answered 503, run_abandon.py), as a request that waits for the database is.
 """
 import asyncio
+import itertools
 import logging
+import time
 
 from .. import lifecycle
 from ..bus.entries import Entry
 from ..delivery.heartbeat import worker_id
+from ..errors import is_backing_service_outage
+from ..lifecycle import database
 
 log = logging.getLogger(__name__)
+
+# seconds between a carried run's claim attempts through an outage (then the last again):
+# at once first (the pool's next connection may be a live one), then backing off
+CLAIM_RETRY_DELAYS = (0, 0.1, 0.25, 0.5, 1.0)
 
 
 class RunNotClaimed(Exception):
     """The run was started before its claim was confirmed, and the claim failed."""
+
+
+class ClaimAbandoned(Exception):
+    """The claim met a database outage until its deadline: the run is abandoned."""
+
+
+async def claimed_by(job, deadline: float) -> bool:
+    """Write the row of `job` as claimed by this run (lifecycle.claim_carried), tried again
+    through a database outage until `deadline` (time.monotonic()); whether the run got it.
+    ClaimAbandoned once the time is up; any other error is raised at once."""
+    for tried in itertools.count():
+        try:
+            return await _attempt(job, deadline)
+        except ClaimAbandoned:
+            raise
+        except Exception as exc:
+            if not is_backing_service_outage(exc):
+                raise
+            delay = CLAIM_RETRY_DELAYS[min(tried, len(CLAIM_RETRY_DELAYS) - 1)]
+            if time.monotonic() + delay >= deadline:
+                raise ClaimAbandoned(job.id) from exc
+            log.info("run %s: its claim met a database outage (%s); trying again", job.id,
+                     exc)
+            await asyncio.sleep(delay)
+
+
+async def _attempt(job, deadline: float) -> bool:
+    """One claim statement, awaited until `deadline`. One still running then (a stalled
+    link, the pool's wait for a connection) is cancelled without being waited for: psycopg
+    cancels a statement in flight on the server first, which can take seconds more."""
+    attempt = asyncio.ensure_future(lifecycle.claim_carried(job, worker_id()))
+    try:
+        await asyncio.wait((attempt,), timeout=max(deadline - time.monotonic(), 0))
+    except BaseException:  # the run itself is cancelled
+        _drop(attempt)
+        raise
+    if attempt.done():
+        return attempt.result()
+    _drop(attempt)
+    database.met_outage()
+    raise ClaimAbandoned(job.id)
+
+
+def _drop(attempt: asyncio.Future) -> None:
+    """Cancel `attempt`, its outcome not waited for (nor logged as never retrieved)."""
+    attempt.cancel()
+    attempt.add_done_callback(lambda done: done.cancelled() or done.exception())
 
 
 class Claim:
@@ -30,17 +90,24 @@ class Claim:
         return cls(response_id, done)
 
     @classmethod
-    def pending(cls, job) -> "Claim":
+    def pending(cls, job, deadline: float) -> "Claim":
         """A claim sent now (the row of `job`, written as claimed), confirmed while the
-        run goes on."""
-        claim = cls(job.id, asyncio.ensure_future(_claimed_after_the_run_starts(job)))
+        run goes on (abandoned if the database does not take it by `deadline`)."""
+        claim = cls(job.id, asyncio.ensure_future(_claimed_after_the_run_starts(job, deadline)))
         claim.task.add_done_callback(claim._log_failure)
         return claim
 
     def _log_failure(self, task: asyncio.Future) -> None:
-        if not task.cancelled() and task.exception() is not None:
+        if not task.cancelled() and task.exception() is not None and not self.abandoned:
             log.warning("run %s could not claim its response: %s", self.response_id,
                         task.exception())
+
+    @property
+    def abandoned(self) -> bool:
+        """Whether the claim met a database outage until its deadline."""
+        task = self.task
+        return task.done() and not task.cancelled() \
+            and isinstance(task.exception(), ClaimAbandoned)
 
     @property
     def confirmed(self) -> bool:
@@ -65,21 +132,24 @@ class Claim:
 
     def on_settled(self, callback) -> None:
         """Call `callback(True)` once the claim is won or lost, `callback(False)` if it
-        failed (the database away)."""
-        self.task.add_done_callback(
-            lambda task: callback(not task.cancelled() and task.exception() is None))
+        failed otherwise than abandoned (an abandoned run settles it: run_abandon.py)."""
+        def done(task: asyncio.Future) -> None:
+            if not self.abandoned:
+                callback(not task.cancelled() and task.exception() is None)
+
+        self.task.add_done_callback(done)
 
     def gate(self, writer):
         """The run's bus writer, publishing nothing before the claim is confirmed."""
         return writer if self.confirmed else _ClaimedWriter(writer, self)
 
 
-async def _claimed_after_the_run_starts(job) -> bool:
+async def _claimed_after_the_run_starts(job, deadline: float) -> bool:
     """The claim of a run that carries its job, sent once the run's first step is done (its
     upstream request sent: the claim's round trip overlaps the upstream's first bytes
     instead of delaying the request)."""
     await asyncio.sleep(0)
-    return await lifecycle.claim_carried(job, worker_id())
+    return await claimed_by(job, deadline)
 
 
 class _ClaimedWriter:

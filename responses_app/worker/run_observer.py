@@ -60,8 +60,8 @@ class ObservedRun:
         ending = self.ending
         if ending is None:
             return "crashed", {}, None
-        if ending.kind == "fenced":
-            return "fenced", {}, None
+        if ending.kind in ("fenced", "abandoned"):
+            return ending.kind, {}, None
         if ending.kind == "rejected":
             return "rejected", {}, ending.rejected.body["error"].get("code")
         resource = self.job.resource or {}

@@ -56,7 +56,8 @@ class Ending:
     """How the streaming phase ended: `finished` (with its `closing` events, the terminal
     one last: completed, incomplete, failed or cancelled), `rejected` before it started
     (the client gets `rejected` as an HTTP error), `fenced` or `unclaimed` (it owns
-    nothing more: nothing more is written)."""
+    nothing more: nothing more is written), or `abandoned` (its claim met a database
+    outage: its client gets a 503, run_abandon.py)."""
 
     kind: str
     closing: list = field(default_factory=list)
@@ -66,7 +67,8 @@ class Ending:
 class Streaming:
     def __init__(self, job, route, mcp_plan, claim: Claim):
         self.job, self.route, self.mcp_plan, self.claim = job, route, mcp_plan, claim
-        self.writer = claim.gate(event_bus().writer(job.id))
+        self.bus_writer = event_bus().writer(job.id)
+        self.writer = claim.gate(self.bus_writer)  # nothing published before it is claimed
         reasoning = job.resource.get("reasoning") or {}
         self.translator = CompactingTranslator(job.resource, TranslatorOptions(
             ids=new_id,
