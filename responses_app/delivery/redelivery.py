@@ -26,7 +26,7 @@ the copy that is left removes the row the lost claim may have written.
 import logging
 import time
 
-from .jobs import RUN_QUEUE_KEY, job_of_message, run_message
+from .jobs import RUN_QUEUE_KEY, Job, job_of_message, run_message
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,8 @@ def resent_form(message: bytes, abandoned: bool = False) -> bytes:
     response_id, job, trace = job_of_message(message)
     if job is None:
         return run_message(response_id, None, trace)
-    job.abandoned = job.abandoned or abandoned
+    if isinstance(job, Job):  # a chat run's (ChatJob) claims no row: never abandoned
+        job.abandoned = job.abandoned or abandoned
     return job.message(trace, resent=True)
 
 
