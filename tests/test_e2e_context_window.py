@@ -141,6 +141,41 @@ def test_crossing_the_threshold_compacts_first_and_streams_the_compaction(
         {"role": "assistant", "content": answer}, user("seven")]
 
 
+def test_a_run_crashed_after_its_compaction_is_a_500_to_a_client_waiting_for_it(
+        windowed, api, clean_upstream):
+    """The run's count after its compaction fails (the fake's /tokenize answers 500), which
+    the run does not handle: its crash path, with no event out to its client, who waits
+    for the whole answer. That client gets a 500 in OpenAI's shape (before: a 502, as for
+    an upstream's failure); the response is stored failed, its usage the summary call's
+    (its usage chunk), recorded once."""
+    import psycopg
+
+    from tests.fake_upstream import FAKE_COUNT_FAILURE
+
+    before = {row[0] for row in stored_rows(windowed)}
+    reply = api.post("/responses", json={
+        "model": "fake-echo", "input": f"{FAKE_COUNT_FAILURE} one two",
+        "context_management": [{"type": "compaction", "compact_threshold": 2}]})
+    [(response_id, status, _, resource)] = [row for row in stored_rows(windowed)
+                                            if row[0] not in before]
+    assert (reply.status_code, reply.json()) == (500, {"error": {
+        "message": f"Response {response_id} failed: The server had an error while "
+                   "processing your request.",
+        "type": "server_error", "param": None, "code": "server_error"}})
+    assert reply.headers["content-type"] == "application/json"
+    assert [r["path"] for r in clean_upstream.requests()] == [
+        "/tokenize", "/v1/chat/completions", "/tokenize"]
+    assert (status, resource["error"], [i["type"] for i in resource["output"]]) == (
+        "failed", {"code": "server_error",
+                   "message": "The server had an error while processing your request."},
+        ["compaction"])
+    assert resource["usage"] == usage(12, 3)  # the summary's usage chunk
+    with psycopg.connect(windowed.env["DATABASE_URL"]) as database:
+        assert database.execute(
+            "SELECT status, input_tokens, output_tokens FROM accounting_responseusage"
+            " WHERE response_id = %s", (response_id,)).fetchall() == [("failed", 12, 3)]
+
+
 def usage(input_tokens: int, output_tokens: int) -> dict:
     return {"input_tokens": input_tokens,
             "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
