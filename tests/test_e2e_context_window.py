@@ -176,6 +176,30 @@ def test_a_run_crashed_after_its_compaction_is_a_500_to_a_client_waiting_for_it(
             " WHERE response_id = %s", (response_id,)).fetchall() == [("failed", 12, 3)]
 
 
+def test_a_run_crashed_before_anything_is_a_bare_500_and_stores_nothing(
+        windowed, api, clean_upstream):
+    """The run's first count fails (its input holds the fake's failing marks): its crash
+    path before any event and before any upstream call answered. The client waiting for
+    the whole answer gets a 500 in OpenAI's shape; nothing is stored or charged."""
+    import psycopg
+
+    from tests.fake_upstream import COMPACTED_MARK, FAKE_COUNT_FAILURE
+
+    def usage_rows():
+        with psycopg.connect(windowed.env["DATABASE_URL"]) as database:
+            return database.execute("SELECT * FROM accounting_responseusage").fetchall()
+
+    before, charged = stored_rows(windowed), usage_rows()
+    reply = api.post("/responses", json={
+        "model": "fake-echo", "input": f"{FAKE_COUNT_FAILURE} {COMPACTED_MARK}",
+        "context_management": [{"type": "compaction", "compact_threshold": 1000}]})
+    assert (reply.status_code, reply.json()) == (500, {"error": {
+        "message": "The server had an error while processing your request.",
+        "type": "server_error", "param": None, "code": "server_error"}})
+    assert [r["path"] for r in clean_upstream.requests()] == ["/tokenize"]
+    assert (stored_rows(windowed), usage_rows()) == (before, charged)
+
+
 def usage(input_tokens: int, output_tokens: int) -> dict:
     return {"input_tokens": input_tokens,
             "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
