@@ -23,7 +23,7 @@ from responses_app.api.relay import (
 )
 from responses_app.bus import KEEPALIVE
 from responses_app.bus.entries import failure_of
-from responses_app.errors import APIError
+from responses_app.errors import CRASHED, APIError
 
 from .events import is_completion, sse
 
@@ -71,8 +71,10 @@ async def final_reply(subscription) -> Reply:
         raise APIError("The chat completion was cancelled.", status=409, code="cancelled")
     if is_completion(terminal):
         return Reply(200, JSON_HEADERS, terminal)
-    body = orjson.loads(terminal)  # {"error": ...}
-    raise APIError.of_body(ERROR_STATUS.get(body["error"].get("code"), 502), body)
+    body = orjson.loads(terminal)  # {"error": ...}: the run's own bug a 500, else a 502
+    error = body["error"]
+    raise APIError.of_body(ERROR_STATUS.get(error.get("code"),
+                                            500 if error.get("message") == CRASHED else 502), body)
 
 
 async def _sse_body(subscription, first, abandoned: Abandoned):

@@ -99,6 +99,12 @@ class ServerError(APIError):
     code = "server_error"
 
 
+# What a client is told of the gateway's own bug (a crashed run, an unhandled error): the
+# message a failed response's error carries, and a 500's (a client waiting for the whole
+# answer gets a crashed run's failure as a 500: api/relay.py)
+CRASHED = "The server had an error while processing your request."
+
+
 def error_body(message, type="invalid_request_error", param=None, code=None):
     return {"error": {"message": message, "type": type, "param": param, "code": code}}
 
@@ -119,7 +125,7 @@ def render_exception(exc: BaseException, request) -> JsonResponse:
     if api_error is None:
         log.exception("unhandled error on %s %s", request.method, request.path,
                       exc_info=exc)
-        api_error = ServerError("The server had an error while processing your request.")
+        api_error = ServerError(CRASHED)
     elif api_error.status == 503:  # an outage, or an overload: say which
         log.warning("answered 503 on %s %s (%s): %r", request.method, request.path,
                     api_error.message, exc)

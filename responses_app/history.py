@@ -5,10 +5,14 @@ its ancestors' inputs and outputs, oldest first. One recursive query finds the c
 What a run sends upstream reads it `since_compaction`: the walk stops at the newest
 response holding a compaction item (in its input or output), since the upstream receives
 nothing from before it (context/compaction_items.py), so a long compacted chain is read
-only from its latest compaction on.
+only from its latest compaction on. A response whose compactions are all unfinished (cut
+before their summary was written: they stand for nothing) does not end it: the walk goes
+on past it (a second walk from its previous response; only then).
 """
 import orjson
 from django.db import connection
+
+from .context.compaction_items import compacts
 
 MAX_CHAIN_LENGTH = 100_000
 
@@ -27,7 +31,10 @@ IDS_TAIL = "SELECT id FROM chain ORDER BY depth DESC"
 # the output's as stored with each row (migration 0008), returned verbatim; both carried
 # by the walk, which has the row at hand (a join back to `responses` by id after it looked
 # each row up a second time: ~1 ms of a 1,000-turn chain's read)
-ITEMS_TAIL = "SELECT input_items::text, output_text FROM chain ORDER BY depth DESC"
+# (the oldest row's `stop` and previous response: where a walk past an unfinished
+# compaction goes on)
+ITEMS_TAIL = ("SELECT input_items::text, output_text, stop, previous_response_id FROM chain "
+              "ORDER BY depth DESC")
 # whether a row's input or output holds a compaction item, kept by Postgres (migration
 # 0008): the walk reads no JSON
 _STOPS = {False: {"stop": "false", "stop_r": "false"},
@@ -56,15 +63,23 @@ def chain_ids(tenant_id: int, response_id: str, max_depth: int = MAX_CHAIN_LENGT
 def chain_items(tenant_id: int, response_id: str,
                 since_compaction: bool = False) -> list[dict] | None:
     """The conversation up to and including `response_id` (from the newest response
-    holding a compaction on, with `since_compaction`); None if it is not stored."""
+    holding a compaction that `compacts` on, with `since_compaction`); None if it is not
+    stored."""
     sql = ITEMS_SQL[bool(since_compaction)]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [response_id, tenant_id, tenant_id, MAX_CHAIN_LENGTH])
-        rows = cursor.fetchall()
-    if not rows:
-        return None
-    items: list[dict] = []
-    for input_items, output in rows:
-        items.extend(orjson.loads(input_items))
-        items.extend(orjson.loads(output))
-    return items
+    items: list[dict] | None = None
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [response_id, tenant_id, tenant_id, MAX_CHAIN_LENGTH])
+            rows = cursor.fetchall()
+        if not rows:
+            return items
+        input_items, output, stopped, previous = rows[0]
+        oldest = [*orjson.loads(input_items), *orjson.loads(output)]
+        walked = list(oldest)
+        for input_items, output, _, _ in rows[1:]:
+            walked.extend(orjson.loads(input_items))
+            walked.extend(orjson.loads(output))
+        items = walked if items is None else walked + items
+        if not stopped or previous is None or any(compacts(item) for item in oldest):
+            return items
+        response_id = previous  # its compactions are all unfinished: the walk goes on

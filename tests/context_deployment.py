@@ -63,3 +63,13 @@ def summary_of(messages: list[dict]) -> str:
     return render_messages([*messages, user(COMPACTION_PROMPT)]).strip()
 
 
+
+
+def is_unfinished_here(item: dict) -> bool:
+    """Whether `item` is a compaction this deployment closed unfinished (its SECRET_KEY)."""
+    from django.test import override_settings
+
+    from responses_app.context.compaction_items import is_unfinished
+
+    with override_settings(SECRET_KEY=DEPLOYMENT_SECRET):
+        return is_unfinished(item)

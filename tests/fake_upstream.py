@@ -9,7 +9,8 @@ Routes:
   GET    /v1/models            the named scenarios (with vLLM's ``max_model_len``: FAKE_MAX_MODEL_LEN)
   POST   /tokenize             vLLM's (``messages`` or ``prompt``: ``count``) and llama.cpp's
                                 (``content``: ``tokens``); one token per whitespace-separated word
-                                of the messages as ``fake-echo`` renders them; recorded in the log
+                                of the messages as ``fake-echo`` renders them; recorded in the log;
+                                messages holding FAKE_COUNT_FAILURE and a summary answer 500
   POST   /v1/embeddings        deterministic embeddings (fake_embedding: hashed bag of words,
                                 FAKE_EMBEDDING_DIMENSIONS or the request's ``dimensions``); an
                                 input holding FAKE_EMBEDDING_FAILURE answers 500
@@ -61,6 +62,10 @@ JSON_HEADERS = [(b"content-type", b"application/json")]
 FAKE_MAX_MODEL_LEN = 2048
 FAKE_EMBEDDING_DIMENSIONS = 1536
 FAKE_EMBEDDING_FAILURE = "EMBEDDING_FAILS_HERE"
+# a /tokenize of messages holding it and a compaction's summary (the gateway's prefix)
+# answers 500: the count a run makes after it compacted fails, the one before succeeds
+FAKE_COUNT_FAILURE = "COUNT_FAILS_AFTER_COMPACTION"
+COMPACTED_MARK = "Summary of the earlier conversation"
 
 
 class _Drop(Exception):
@@ -186,7 +191,11 @@ class FakeUpstreamApp:
         if self.record:
             self.log.append({"path": scope["path"], "headers": {}, "body": body})
         if "messages" in body:
-            words = render_messages(body["messages"]).split()
+            rendered = render_messages(body["messages"])
+            if FAKE_COUNT_FAILURE in rendered and COMPACTED_MARK in rendered:
+                await self._json(send, 500, {"error": {"message": "tokenizer exploded"}})
+                return
+            words = rendered.split()
         else:
             words = str(body.get("prompt", body.get("content", ""))).split()
         if "content" in body:

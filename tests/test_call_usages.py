@@ -20,7 +20,7 @@ def compacted_translator():
     t = CompactingTranslator(response, TranslatorOptions(ids=sequential_ids(),
                                                          now=lambda: CREATED))
     t.start()
-    _, item = t.open_compaction()
+    _, item = t.open_compaction("unfinished")
     t.compaction_done(item, "sealed", SUMMARY)
     return t
 
@@ -55,3 +55,29 @@ def test_a_response_cancelled_before_its_answer_counts_the_summary():
     t = compacted_translator()
     t.cancel()
     assert t.response["usage"] == usage(40, 7)
+
+
+def test_a_compaction_cut_before_its_summary_is_closed_first_with_its_unfinished_token():
+    """Failed while its summary is written: the compaction item is done (with the token it
+    was opened with) before the other open items and the end."""
+    params = parse_create_request({"model": "m", "input": "hi"}).params
+    response = new_response_resource(
+        response_id="resp_test", created_at=CREATED, model="m", params=params,
+        instructions=None, previous_response_id=None, store=True, background=False,
+        status="in_progress")
+    t = CompactingTranslator(response, TranslatorOptions(ids=sequential_ids(),
+                                                         now=lambda: CREATED))
+    t.start()
+    opened, item = t.open_compaction("the unfinished token")
+    assert opened == [
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {"id": item["id"], "type": "compaction", "encrypted_content": ""}},
+        {"type": "response.compaction.compacting", "item_id": item["id"], "output_index": 0}]
+    t.count_call(SUMMARY)
+    closed = {"id": item["id"], "type": "compaction",
+              "encrypted_content": "the unfinished token"}
+    assert t.fail("server_error", "cut") == [
+        {"type": "response.output_item.done", "output_index": 0, "item": closed},
+        {"type": "response.failed", "response": t.response}]
+    assert (t.response["output"], t.response["usage"]) == ([closed], usage(40, 7))
+    assert t.finish("steered")[:-1] == []  # closed once

@@ -1,6 +1,7 @@
 """What makes a decoded JSON object a Chat Completions stream chunk (translation.chunk_shape,
 checked only once a reader failed on a chunk): every chunk the fake upstream's scenarios
-stream is one, and each way off shape is named. Pure."""
+stream is one, each way off shape is named, and a value a reader keeps without reading it
+fails its chunk where it is taken (both workers' readers). Pure."""
 import pytest
 
 from responses_app.translation.chunk_shape import chunk_problem, usage_problem
@@ -68,3 +69,55 @@ def test_a_usage_is_checked_alone():
                           "completion_tokens_details": {"reasoning_tokens": 0},
                           "prompt_tokens_details": {"cached_tokens": 4}}) is None
     assert usage_problem(["x"]) == "`usage` is not an object"
+
+
+def _call(index, arguments="{}", call_id="call_a", name="look") -> dict:
+    return {"index": index, "id": call_id, "type": "function",
+            "function": {"name": name, "arguments": arguments}}
+
+
+KEPT_OFF_SHAPE = [  # values a reader keeps: nothing failed on them as they came
+    {"choices": [{"index": 0, "delta": {"content": 5}}]},
+    {"choices": [{"index": 0, "delta": {"reasoning_content": ["x"]}}]},
+    {"choices": [{"index": 0, "delta": {"refusal": {"text": "no"}}}]},
+    {"choices": [{"index": 0, "delta": {"tool_calls": [_call(0, arguments=5)]}}]},
+    {"choices": [{"index": 0, "delta": {"tool_calls": [_call(0, name=7)]}}]},
+    {"choices": [{"index": 0, "delta": {"tool_calls": [_call(0, call_id=7)]}}]},
+    {"choices": [{"index": 0, "delta": {"tool_calls": [_call("1")]}}]},
+    {"choices": [{"index": 0, "delta": {}, "finish_reason": 5}]},
+    {"choices": [{"index": 0, "delta": {}, "finish_reason": ["stop"]}]},
+    {"choices": [{"index": "0", "delta": {"content": "x"}}]},
+]
+
+
+@pytest.mark.parametrize("chunk", KEPT_OFF_SHAPE)
+def test_a_value_kept_off_shape_fails_its_chunk_as_it_is_taken(chunk):
+    """Both readers raise on the chunk itself (no event of it made), and the chunk is off
+    shape: the stream fails as malformed, not at its end."""
+    from chat_completions.worker.completion import Completion
+    from responses_app.worker.chunk_batches import SHAPE_ERRORS
+    from tests.test_call_usages import compacted_translator
+
+    translator, events = compacted_translator(), []
+    with pytest.raises(SHAPE_ERRORS):
+        translator.feed(chunk, events)
+    assert events == []
+    with pytest.raises(SHAPE_ERRORS):
+        Completion("chatcmpl-1", "m", 0).feed(chunk)
+    assert chunk_problem(chunk) is not None
+
+
+def test_null_indexes_are_taken_as_absent():
+    """A null choice index is the first choice's; a null call index, its position in its
+    chunk (the state machine's reading of an absent one)."""
+    from tests.test_call_usages import compacted_translator
+
+    chunks = [{"choices": [{"index": None, "delta": {"tool_calls": [_call(None, '{"a"')]}}]},
+              {"choices": [{"index": None, "delta": {"tool_calls": [_call(None, ": 1}")]}}]}]
+    assert [chunk_problem(chunk) for chunk in chunks] == [None, None]
+    translator = compacted_translator()
+    for chunk in chunks:
+        translator.feed(chunk)
+    translator.finish()
+    assert [(i["type"], i.get("arguments")) for i in translator.response["output"]] == [
+        ("compaction", None), ("function_call", '{"a": 1}')]

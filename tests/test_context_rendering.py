@@ -5,7 +5,9 @@ import pytest
 
 from responses_app.context.compaction import kept_user_messages
 from responses_app.context.compaction_items import (COMPACTION_PREFIX, carried_items,
-                                                    compaction_item, upstream_items)
+                                                    compaction_input_item, compaction_item,
+                                                    compacts, unfinished_compaction,
+                                                    upstream_items)
 from responses_app.context.window import ContextTooLong, fit
 from tests.admin_data import assistant_message, user_message
 from upstreams.routing import Route
@@ -67,6 +69,32 @@ def test_a_compaction_carries_what_still_waits_for_an_answer_and_nothing_answere
     # an output of another kind does not answer a call
     other = {"type": "custom_tool_call_output", "call_id": "b"}
     assert carried_items([*answered, *waiting, other]) == waiting
+
+
+def unfinished_item(item_id: str) -> dict:
+    return {"id": item_id, "type": "compaction", "encrypted_content": unfinished_compaction()}
+
+
+def test_an_unfinished_compaction_stands_for_nothing_and_is_not_sent():
+    """A compaction cut before its summary: what came before it is sent as if it never
+    began; after a compaction that finished, the user messages it kept are found past it."""
+    old, kept, after = user_message("old"), user_message("kept"), assistant_message("a")
+    cut, go_on = unfinished_item("cmp_cut"), user_message("go on")
+    assert (compacts(cut), compacts(compaction_item("s"))) == (False, True)
+    assert upstream_items([old, cut, after, go_on]) == [old, after, go_on]
+    latest = compaction_item("latest summary")
+    answer = assistant_message("b")
+    assert upstream_items([old, after, kept, cut, latest, answer, unfinished_item("cmp_2")]) == [
+        summary_message(latest, "latest summary"), kept, answer]
+    # one before a finished compaction does not hide it
+    first = compaction_item("first summary")
+    assert upstream_items([old, answer, first, after, cut, kept]) == [
+        summary_message(first, "first summary"), after, kept]
+
+
+def test_an_unfinished_compaction_is_taken_back_as_input():
+    cut = unfinished_item("cmp_cut")
+    assert compaction_input_item(cut, "input[0]") == cut
 
 
 def test_items_without_a_compaction_are_sent_as_they_are():

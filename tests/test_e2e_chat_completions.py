@@ -415,6 +415,37 @@ def test_an_upstream_failing_mid_stream(production, clean_upstream, model, messa
     assert usage == [(2, 2 * cut_input, 2 * estimated("Hello"))]
 
 
+def test_a_call_index_of_another_type_fails_the_completion(production, clean_upstream):
+    """A second tool call whose index is a string (the first's an integer: before, the
+    calls' sort at the end crashed the run): the client waiting for the whole completion
+    gets the malformed chunk's error; a streaming one gets the role chunk and the first
+    call's head, then the error; each call is charged as a cut one (the route's estimate of
+    the request and of the arguments streamed)."""
+    from upstreams.token_counting import render_chat
+
+    model = "fake-bad-shape-call-index-mixed"
+    failed = {"error": {"message": "The upstream sent a malformed stream chunk.",
+                        "type": "server_error", "param": None, "code": "server_error"}}
+    [key] = provision(production, {f"chat-{model}": {"keys": 1, "limits": {}}})[f"chat-{model}"]
+    with production.client(key) as api:
+        whole = api.post("/chat/completions", json={
+            "model": model, "messages": [{"role": "user", "content": "hi"}]})
+        assert (whole.status_code, whole.json()) == (502, failed)
+        with api.stream("POST", "/chat/completions", json={
+                "model": model, "stream": True,
+                "messages": [{"role": "user", "content": "hi"}]}) as response:
+            blocks = [b for b in response.read().split(b"\n\n") if b]
+        usage = todays_usage(api, model)
+    assert [json.loads(b[6:])["choices"][0]["delta"] for b in blocks[:-1]] == [
+        {"role": "assistant", "content": ""},
+        {"tool_calls": [{"index": 0, "id": "call_a", "type": "function",
+                         "function": {"name": "look", "arguments": '{"q": 1}'}}]}]
+    assert json.loads(blocks[-1][6:]) == failed
+    first, second = upstream_bodies(clean_upstream)
+    assert second == first
+    assert usage == [(2, 2 * estimated(render_chat(first)), 2 * estimated('{"q": 1}'))]
+
+
 def test_a_client_leaving_stops_an_unstored_run_and_a_stored_one_goes_on(
         api, openai_client, clean_upstream):
     def leave_after_five_chunks(store: bool) -> str:

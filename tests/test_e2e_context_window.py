@@ -10,7 +10,7 @@ import pytest
 from responses_app.context.compaction_items import COMPACTION_PREFIX
 from responses_app.context.summary import COMPACTION_PROMPT
 from tests.context_deployment import (  # noqa: F401  (fixtures)
-    api, chats, keys, stored_rows, summary_of, user, windowed)
+    api, chats, is_unfinished_here, keys, stored_rows, summary_of, user, windowed)
 from tests.oracles import check_sse_stream
 from tests.upstream_scenarios import render_messages
 
@@ -141,6 +141,65 @@ def test_crossing_the_threshold_compacts_first_and_streams_the_compaction(
         {"role": "assistant", "content": answer}, user("seven")]
 
 
+def test_a_run_crashed_after_its_compaction_is_a_500_to_a_client_waiting_for_it(
+        windowed, api, clean_upstream):
+    """The run's count after its compaction fails (the fake's /tokenize answers 500), which
+    the run does not handle: its crash path, with no event out to its client, who waits
+    for the whole answer. That client gets a 500 in OpenAI's shape (before: a 502, as for
+    an upstream's failure); the response is stored failed, its usage the summary call's
+    (its usage chunk), recorded once."""
+    import psycopg
+
+    from tests.fake_upstream import FAKE_COUNT_FAILURE
+
+    before = {row[0] for row in stored_rows(windowed)}
+    reply = api.post("/responses", json={
+        "model": "fake-echo", "input": f"{FAKE_COUNT_FAILURE} one two",
+        "context_management": [{"type": "compaction", "compact_threshold": 2}]})
+    [(response_id, status, _, resource)] = [row for row in stored_rows(windowed)
+                                            if row[0] not in before]
+    assert (reply.status_code, reply.json()) == (500, {"error": {
+        "message": f"Response {response_id} failed: The server had an error while "
+                   "processing your request.",
+        "type": "server_error", "param": None, "code": "server_error"}})
+    assert reply.headers["content-type"] == "application/json"
+    assert [r["path"] for r in clean_upstream.requests()] == [
+        "/tokenize", "/v1/chat/completions", "/tokenize"]
+    assert (status, resource["error"], [i["type"] for i in resource["output"]]) == (
+        "failed", {"code": "server_error",
+                   "message": "The server had an error while processing your request."},
+        ["compaction"])
+    assert resource["usage"] == usage(12, 3)  # the summary's usage chunk
+    with psycopg.connect(windowed.env["DATABASE_URL"]) as database:
+        assert database.execute(
+            "SELECT status, input_tokens, output_tokens FROM accounting_responseusage"
+            " WHERE response_id = %s", (response_id,)).fetchall() == [("failed", 12, 3)]
+
+
+def test_a_run_crashed_before_anything_is_a_bare_500_and_stores_nothing(
+        windowed, api, clean_upstream):
+    """The run's first count fails (its input holds the fake's failing marks): its crash
+    path before any event and before any upstream call answered. The client waiting for
+    the whole answer gets a 500 in OpenAI's shape; nothing is stored or charged."""
+    import psycopg
+
+    from tests.fake_upstream import COMPACTED_MARK, FAKE_COUNT_FAILURE
+
+    def usage_rows():
+        with psycopg.connect(windowed.env["DATABASE_URL"]) as database:
+            return database.execute("SELECT * FROM accounting_responseusage").fetchall()
+
+    before, charged = stored_rows(windowed), usage_rows()
+    reply = api.post("/responses", json={
+        "model": "fake-echo", "input": f"{FAKE_COUNT_FAILURE} {COMPACTED_MARK}",
+        "context_management": [{"type": "compaction", "compact_threshold": 1000}]})
+    assert (reply.status_code, reply.json()) == (500, {"error": {
+        "message": "The server had an error while processing your request.",
+        "type": "server_error", "param": None, "code": "server_error"}})
+    assert [r["path"] for r in clean_upstream.requests()] == ["/tokenize"]
+    assert (stored_rows(windowed), usage_rows()) == (before, charged)
+
+
 def usage(input_tokens: int, output_tokens: int) -> dict:
     return {"input_tokens": input_tokens,
             "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
@@ -160,11 +219,19 @@ def estimated(summary_body: dict, generated: str) -> dict:
 def test_a_cancel_while_the_summary_streams_closes_it_and_counts_it(api, clean_upstream):
     """Cancelled while the compaction's summary streams (held after its first chunk,
     `w0 `): its connection is closed at once, the response ends cancelled, and its usage
-    is the summary call's, counted as a cut turn's (no usage chunk came)."""
+    is the summary call's, counted as a cut turn's (no usage chunk came). Its compaction
+    item is closed as the stream's other open items are, unfinished; a continuation sends
+    the whole history, as if that compaction never began (the chain's walk goes past it,
+    to the response before it)."""
+    from tests.invariants import check_cancelled_stream
     from tests.test_e2e_durable import cancelled_mid_stream, wait_for
 
+    first = api.post("/responses", json={"model": "fake-echo", "input": "alpha"}).json()
+    earlier = [user("alpha"), {"role": "assistant", "content": "user: alpha"}]
+    clean_upstream.clear()
     held = f"bench-4-1-held1-summary{time.time_ns()}"
     body = {"model": held, "background": True, "stream": True,
+            "previous_response_id": first["id"],
             "input": [user("remember the alpha plan"), {"type": "compaction_trigger"}]}
 
     def summary_streaming(event: dict) -> bool:
@@ -176,16 +243,40 @@ def test_a_cancel_while_the_summary_streams_closes_it_and_counts_it(api, clean_u
     wait_for(lambda: clean_upstream.stats()["disconnects"] == 1, "the upstream to see the close")
     clean_upstream.release(held)
     summary_body = {"model": held, "stream": True, "stream_options": {"include_usage": True},
-                    "messages": [user("remember the alpha plan"), user(COMPACTION_PROMPT)]}
+                    "messages": [*earlier, user("remember the alpha plan"),
+                                 user(COMPACTION_PROMPT)]}
     assert chats(clean_upstream) == [summary_body]  # and no turn after it
     assert clean_upstream.stats()["completed"] == 0
     assert [e["type"] for e in events] == [
         "response.created", "response.in_progress", "response.output_item.added",
-        "response.compaction.compacting"]
+        "response.compaction.compacting", "response.output_item.done"]
     stored = api.get(f"/responses/{response_id}").json()
+    assert check_cancelled_stream(events) == cancelled["output"] == stored["output"]
+    assert_unfinished(events[2]["item"], events[4])
     assert cancelled["status"] == stored["status"] == "cancelled"
     assert cancelled["usage"] == stored["usage"] == estimated(summary_body, "w0 ")
     assert stored["usage"]["output_tokens"] == 1
+
+    clean_upstream.clear()
+    api.post("/responses", json={"model": "fake-echo", "input": "go on",
+                                 "previous_response_id": response_id})
+    assert chats(clean_upstream) == [{
+        "model": "fake-echo", "stream": True, "stream_options": {"include_usage": True},
+        "messages": [*earlier, user("remember the alpha plan"), user("go on")]}]
+
+
+def assert_unfinished(added: dict, done: dict) -> None:
+    """`done` closes the compaction item `added` opened, unfinished: sealed by this
+    deployment (it can be sent back), standing for nothing; a valid item of the SDK's."""
+    from openai.types.responses import ResponseCompactionItem
+
+    item = done["item"]
+    assert (done["output_index"], item["id"], item["type"]) == (0, added["id"], "compaction")
+    assert set(item) == {"id", "type", "encrypted_content"}
+    assert added["encrypted_content"] == "" != item["encrypted_content"]
+    assert ResponseCompactionItem.model_validate(item).model_dump() == {**item,
+                                                                       "created_by": None}
+    assert is_unfinished_here(item)
 
 
 @pytest.mark.parametrize("model", ["fake-drop", "fake-bad-shape-delta-string",
@@ -194,30 +285,58 @@ def test_a_summary_broken_mid_stream_fails_the_response_and_counts_it(
         api, clean_upstream, model):
     """The summary's stream breaks after its first piece (`Hello`, no usage chunk): cut, or
     a chunk off shape (a malformed stream, as for a turn). The response fails in its
-    stream, its usage the summary call's, counted as a cut turn's.
-    (Its compaction item is left without its `output_item.done`: docs/behaviour.md's known
-    gap, hence the events read as they are, not through check_sse_stream.)"""
-    from tests.sse import parse_sse
-
+    stream, its usage the summary call's, counted as a cut turn's; its compaction item is
+    closed first, unfinished. A continuation sends the whole history (the unfinished
+    compaction hides nothing), and compacts again when asked: its summary stands for all of
+    it."""
     reply = api.post("/responses", json={
         "model": model, "stream": True,
         "input": [user("remember the beta plan"), {"type": "compaction_trigger"}]})
-    events = parse_sse(reply.content).events
+    events, final = check_sse_stream(reply.content)
     summary_body = {"model": model, "stream": True,
                     "stream_options": {"include_usage": True},
                     "messages": [user("remember the beta plan"), user(COMPACTION_PROMPT)]}
     assert chats(clean_upstream) == [summary_body]
     assert [e["type"] for e in events] == [
         "response.created", "response.in_progress", "response.output_item.added",
-        "response.compaction.compacting", "response.failed"]
-    final = events[-1]["response"]
+        "response.compaction.compacting", "response.output_item.done", "response.failed"]
+    assert_unfinished(events[2]["item"], events[4])
+    assert final["output"] == [events[4]["item"]]
     malformed = "The upstream sent a malformed stream chunk."
     assert (final["status"], final["error"]) == ("failed", {"code": "server_error", "message": (
         "The upstream connection failed mid-stream: the upstream closed the connection"
         if model == "fake-drop"
         else malformed)})
     assert final["usage"] == estimated(summary_body, "Hello")
-    assert api.get(f"/responses/{final['id']}").json()["usage"] == final["usage"]
+    assert api.get(f"/responses/{final['id']}").json() == final
+
+    clean_upstream.clear()
+    second = api.post("/responses", json={"model": "fake-echo", "input": "go on",
+                                          "previous_response_id": final["id"]}).json()
+    answer = second["output"][0]["content"][0]["text"]
+    assert chats(clean_upstream) == [{
+        "model": "fake-echo", "stream": True, "stream_options": {"include_usage": True},
+        "messages": [user("remember the beta plan"), user("go on")]}]
+    clean_upstream.clear()
+    third = api.post("/responses", json={
+        "model": "fake-echo", "previous_response_id": second["id"],
+        "input": [user("and on"), {"type": "compaction_trigger"}]}).json()
+    history = [user("remember the beta plan"), user("go on"),
+               {"role": "assistant", "content": answer}, user("and on")]
+    summary = {"model": "fake-echo", "stream": True, "stream_options": {"include_usage": True},
+               "messages": [*history, user(COMPACTION_PROMPT)]}
+    compacted = {"model": "fake-echo", "stream": True, "stream_options": {"include_usage": True},
+                 "messages": [{"role": "system",
+                               "content": COMPACTION_PREFIX + summary_of(history)}]}
+    assert chats(clean_upstream) == [summary, compacted]
+    assert [i["type"] for i in third["output"]] == ["compaction", "message"]
+    clean_upstream.clear()
+    api.post("/responses", json={"model": "fake-echo", "input": "last",
+                                 "previous_response_id": third["id"]})
+    assert chats(clean_upstream)[0]["messages"] == [
+        {"role": "system", "content": COMPACTION_PREFIX + summary_of(history)},
+        {"role": "assistant", "content": third["output"][1]["content"][0]["text"]},
+        user("last")]
 
 
 # --- the Agents SDK's compaction session -------------------------------------------------

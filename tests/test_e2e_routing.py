@@ -348,7 +348,8 @@ def test_a_summary_waits_for_the_routes_slot_and_cancelled_there_used_no_tokens(
         assert [h.result().json()["status"] for h in holders] == ["completed"] * 2
     assert [e["type"] for e in events] == [
         "response.created", "response.in_progress", "response.output_item.added",
-        "response.compaction.compacting"]
+        "response.compaction.compacting", "response.output_item.done"]  # closed, unfinished
+    assert cancelled["output"] == [events[-1]["item"]]
     assert cancelled["status"] == "cancelled"
     assert cancelled["usage"] is None
     assert client.get(f"/responses/{response_id}").json()["usage"] is None

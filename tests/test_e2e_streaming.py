@@ -146,6 +146,36 @@ def test_mid_stream_failure_is_response_failed_and_stored_failed(api, model, mes
         "total_tokens": cut_input + 2}
 
 
+@pytest.mark.parametrize("apart", ["", "-apart"])
+def test_a_call_index_of_another_type_fails_after_the_call_before_it(api, apart,
+                                                                     clean_upstream):
+    """A second tool call whose index is a string (the first's an integer: before, the
+    calls' sort at the turn's end crashed the run): the response fails as for a malformed
+    chunk, after the first call's events, that call closed incomplete with the arguments it
+    streamed, the cut call counted (the route's estimate of the request and of them)."""
+    from upstreams.token_counting import render_chat
+
+    _, raw = stream(api, {"model": f"fake-bad-shape-call-index-mixed{apart}", "input": "hi"})
+    events, final = check_sse_stream(raw)
+    assert [e["type"] for e in events] == [
+        "response.created", "response.in_progress", "response.output_item.added",
+        "response.function_call_arguments.delta", "response.function_call_arguments.done",
+        "response.output_item.done", "response.failed"]
+    assert (final["status"], final["error"]) == ("failed", {
+        "code": "server_error", "message": "The upstream sent a malformed stream chunk."})
+    [call] = final["output"]
+    assert (call["type"], call["status"], call["name"], call["call_id"], call["arguments"]) == (
+        "function_call", "incomplete", "look", "call_a", '{"q": 1}')
+    assert api.get(f"/responses/{final['id']}").json() == final
+    [sent] = [r["body"] for r in clean_upstream.requests()]
+    cut_input = -(-len(render_chat(sent).encode()) // 4)
+    assert final["usage"] == {
+        "input_tokens": cut_input,
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": 2, "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": cut_input + 2}
+
+
 @pytest.mark.parametrize("stream_flag", [True, False])
 @pytest.mark.parametrize("model, status, code", [
     ("fake-429", 429, "rate_limit_exceeded"),

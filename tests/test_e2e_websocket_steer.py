@@ -336,9 +336,10 @@ def test_a_steer_while_the_summary_streams_closes_it_and_counts_it(ws, clean_ups
     """Steered while its compaction's summary streams (held after its first chunk, `w0 `):
     the summary's connection is closed at once, the response ends `incomplete` (`steered`),
     and its usage is the summary call's, counted as a cut turn's (no usage chunk came: the
-    default route's estimate). Its compaction item stays as it was opened (docs/behaviour.md's
-    known gap), hence the events read as they are."""
+    default route's estimate). Its compaction item is closed before its end, unfinished,
+    and the successor sends the whole history (the unfinished compaction hides nothing)."""
     from responses_app.context.summary import COMPACTION_PROMPT
+    from tests.context_deployment import is_unfinished_here
 
     held = f"bench-4-1-held1-steersummary{time.time_ns()}"
     send(ws, model=held, input=[{"role": "user", "content": "remember the gamma plan"},
@@ -360,14 +361,20 @@ def test_a_steer_while_the_summary_streams_closes_it_and_counts_it(ws, clean_ups
     assert [e["type"] for e in steers] == ["response.steer.accepted"]
     assert [e["type"] for e in responses[0]] == [
         "response.created", "response.in_progress", "response.output_item.added",
-        "response.compaction.compacting", "response.incomplete"]
-    first = responses[0][-1]["response"]
+        "response.compaction.compacting", "response.output_item.done", "response.incomplete"]
+    first = checked(responses[0])
+    assert first["output"] == [responses[0][4]["item"]]
+    assert is_unfinished_here(responses[0][4]["item"])
     assert first["incomplete_details"] == {"reason": "steered"}
     summary_body = {"model": held, "stream": True, "stream_options": {"include_usage": True},
                     "messages": [{"role": "user", "content": "remember the gamma plan"},
                                  {"role": "user", "content": COMPACTION_PROMPT}]}
-    summary_request, _successor = [r["body"] for r in clean_upstream.requests()]
+    summary_request, successor = [r["body"] for r in clean_upstream.requests()]
     assert summary_request == summary_body
+    assert successor == {"model": held, "stream": True,
+                         "stream_options": {"include_usage": True},
+                         "messages": [{"role": "user", "content": "remember the gamma plan"},
+                                      {"role": "user", "content": "and delta"}]}
     prompt = -(-len(render_chat(summary_body).encode()) // 4)
     assert first["usage"] == {
         "input_tokens": prompt,

@@ -34,7 +34,9 @@ Dynamic model names handled by :func:`scenario_for`:
   model name;
 * ``fake-bad-shape-<kind>[-apart]`` -- ``fake-bad-chunk``, but its bad chunk is JSON of the
   wrong shape (BAD_SHAPES), sent with the chunks before it, or (``-apart``) 50 ms after them
-  (each chunk in a write of its own: the bad one in a read after the first delta's);
+  (each chunk in a write of its own: the bad one in a read after the first delta's); of a
+  kind of BAD_SHAPES_AFTER_A_CALL, after the role chunk and the head of a call to ``look``
+  (index 0, arguments ``{"q": 1}``) instead of ``Hello``;
 * ``fake-flaky-<status>x<n>[-<tag>]`` -- the first ``n`` requests for this exact model name
   fail with HTTP ``status`` (a 429 carries ``retry-after: 0``), later ones are ``fake-text``
   (the server counts per model name: use a fresh tag per test);
@@ -189,17 +191,39 @@ BAD_SHAPES = {
     "delta-string": b'{"choices": [{"index": 0, "delta": "x"}]}',
     "tool-calls-number": b'{"choices": [{"index": 0, "delta": {"tool_calls": 7}}]}',
     "usage-number": b'{"choices": [], "usage": 5}',
+    # values a reader keeps without reading them: nothing raised as they came (a join, a
+    # sort at the end, or the client met them)
+    "content-number": b'{"choices": [{"index": 0, "delta": {"content": 5}}]}',
+    "content-parts": b'{"choices": [{"index": 0, "delta": {"content": [{"type": "text", '
+                     b'"text": "x"}]}}]}',
+    "arguments-number": b'{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, '
+                        b'"id": "call_a", "type": "function", "function": {"name": "look", '
+                        b'"arguments": 5}}]}}]}',
+    "finish-reason-number": b'{"choices": [{"index": 0, "delta": {}, "finish_reason": 5}]}',
+    "choice-index-string": b'{"choices": [{"index": "0", "delta": {"content": "x"}}]}',
+}
+# ... whose bad chunk comes after a tool call's head (index 0, `look`) instead of `Hello`
+BAD_SHAPES_AFTER_A_CALL = {
+    "call-index-mixed": b'{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": "1", '
+                        b'"id": "call_b", "type": "function", "function": {"name": "look", '
+                        b'"arguments": "{}"}}]}}]}',
 }
 
 
 @lru_cache(maxsize=32)
 def _bad_shape(model: str) -> Scenario | None:
     kind = model.removeprefix("fake-bad-shape-").removesuffix("-apart")
-    if not model.startswith("fake-bad-shape-") or kind not in BAD_SHAPES:
+    if not model.startswith("fake-bad-shape-"):
         return None
-    return replace(SCENARIOS["fake-bad-chunk"], chunks=_text(model, HELLO),
-                   bad_chunk=b"data: " + BAD_SHAPES[kind] + b"\n\n",
-                   bad_chunk_apart=model.endswith("-apart"))
+    if kind in BAD_SHAPES:
+        chunks, bad = _text(model, HELLO), BAD_SHAPES[kind]
+    elif kind in BAD_SHAPES_AFTER_A_CALL:
+        chunks = _stream(model, [_call_head(0, "call_a", "look", '{"q": 1}')], "tool_calls")
+        bad = BAD_SHAPES_AFTER_A_CALL[kind]
+    else:
+        return None
+    return replace(SCENARIOS["fake-bad-chunk"], chunks=chunks,
+                   bad_chunk=b"data: " + bad + b"\n\n", bad_chunk_apart=model.endswith("-apart"))
 
 
 

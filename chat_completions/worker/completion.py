@@ -7,7 +7,7 @@ and usage adds up.
 """
 from dataclasses import dataclass, field
 
-from responses_app.translation.chunk_shape import usage_problem
+from responses_app.translation.chunk_shape import taken, usage_problem
 
 TEXT_FIELDS = ("content", "reasoning_content", "reasoning", "refusal")  # reasoning: vLLM's
 
@@ -41,7 +41,9 @@ class Completion:
 
     def feed(self, chunk: dict) -> None:
         """Take one upstream chunk of the current turn (a TypeError if its usage is not a
-        usage object: chunk_shape, checked once per turn)."""
+        usage object, checked once per turn, or if a value it keeps is not of its type: a
+        text or arguments (their `+`), a finish reason, a choice's or a call's index or id:
+        chunk_shape)."""
         usage = chunk.get("usage")
         if usage:
             problem = usage_problem(usage)
@@ -51,9 +53,10 @@ class Completion:
         if chunk.get("system_fingerprint"):
             self.system_fingerprint = chunk["system_fingerprint"]
         for part in chunk.get("choices") or ():
-            choice = self.choices.get(part.get("index", 0))
-            if choice is None:
-                choice = self.choices[part.get("index", 0)] = Choice(part.get("index", 0))
+            index = part.get("index") or 0  # null: the first
+            choice = self.choices.get(index)
+            if choice is None:  # off shape, the choices' sort would fail at the end
+                choice = self.choices[index] = Choice(taken(index, int))
             delta = part.get("delta") or {}
             for name in TEXT_FIELDS:
                 if delta.get(name):
@@ -62,8 +65,8 @@ class Completion:
                 self.turn_content += delta["content"]
             for call in delta.get("tool_calls") or ():
                 _add_call(choice.calls, call)
-            if part.get("finish_reason"):
-                choice.finish_reason = part["finish_reason"]
+            if part.get("finish_reason"):  # off shape, the client would get it as it is
+                choice.finish_reason = taken(part["finish_reason"], str)
 
     @property
     def turn_reported(self) -> bool:
@@ -114,14 +117,15 @@ class Completion:
 
 
 def _add_call(calls: dict, delta: dict) -> None:
-    index = delta.get("index", len(calls))
+    index = delta.get("index")
     call = calls.get(index)
     function = delta.get("function") or {}
-    if call is None:
-        call = calls[index] = {"id": delta.get("id") or f"call_{index}", "type": "function",
-                               "function": {"name": "", "arguments": ""}}
+    if call is None:  # off shape, the calls' sort would fail at the end; null: as absent
+        index = len(calls) if index is None else taken(index, int)
+        call = calls[index] = {"id": taken(delta.get("id") or f"call_{index}", str),
+                               "type": "function", "function": {"name": "", "arguments": ""}}
     elif delta.get("id"):
-        call["id"] = delta["id"]
+        call["id"] = taken(delta["id"], str)
     call["function"]["name"] += function.get("name") or ""
     call["function"]["arguments"] += function.get("arguments") or ""
 

@@ -27,7 +27,7 @@ from observability.request_context import bind_request_id
 from responses_app.bus import StreamFenced, event_bus
 from responses_app.bus.entries import failure_entry
 from responses_app.delivery.cancellation import cancellation
-from responses_app.errors import APIError, ServerError
+from responses_app.errors import CRASHED, APIError, ServerError
 from responses_app.lifecycle import settle
 from responses_app.worker.chunk_batches import SHAPE_ERRORS, malformed_or_raise
 from responses_app.worker.loop import blocking
@@ -43,7 +43,6 @@ from .mcp import ChatMcpTools, tenant_mcp_tools
 from .store import store_completion
 
 log = logging.getLogger(__name__)
-CRASHED = "The server had an error while processing your request."
 TEXT_KEYS = ("content", "reasoning_content", "reasoning", "refusal")
 
 

@@ -23,7 +23,7 @@ from observability.metrics import ACTIVE_STREAMS, EVENTS_RELAYED
 
 from ..bus import KEEPALIVE
 from ..bus.entries import Entry, failure_of
-from ..errors import APIError, ServiceUnavailable
+from ..errors import CRASHED, APIError, ServiceUnavailable
 from . import framing
 
 # called when a stream stops before the run's end: its client left
@@ -174,11 +174,12 @@ async def final_reply(subscription) -> Reply:
         raise APIError(f"Response {response_id} was cancelled.", status=409,
                        code="response_cancelled")
     resource = orjson.loads(terminal)["response"]
-    if resource["status"] == "failed":
+    if resource["status"] == "failed":  # the gateway's own bug a 500, the upstream's a 502
         error = resource["error"]
+        status = {"request_timeout": 504}.get(error["code"],
+                                              500 if error["message"] == CRASHED else 502)
         raise APIError(f"Response {resource['id']} failed: {error['message']}",
-                       status=504 if error["code"] == "request_timeout" else 502,
-                       type="server_error", code=error["code"])
+                       status=status, type="server_error", code=error["code"])
     return json_reply(200, resource)
 
 

@@ -8,7 +8,7 @@ never marked safe: templates escape it.
 import json
 from dataclasses import dataclass, field
 
-from ..context.compaction_items import summary_of
+from ..context.compaction_items import is_unfinished, summary_of
 
 MAX_BLOCK_CHARS = 20_000
 
@@ -89,7 +89,10 @@ def _compaction(item: dict) -> ItemView:
     """A compaction: the summary it seals, opened for the admin's staff only (the browser's
     views check the admin permission); the client only ever sees the token."""
     summary = summary_of(item)
-    if summary is None:
+    if is_unfinished(item):
+        block = Block("summary", "(none: cut before its summary was written; it replaces "
+                                 "nothing)", "error")
+    elif summary is None:
         block = Block("summary", "(not readable here: sealed elsewhere or under an older "
                                  "SECRET_KEY)", "error")
     else:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from django.db import connection
 
+from ..context.compaction_items import compacts
 from ..history import chain_ids
 from ..models import StoredResponse
 from .items import ItemView, describe_items, pretty_json
@@ -87,7 +88,7 @@ def _turn(row: StoredResponse, is_current: bool, branches: list[str]) -> Turn:
         error=resource.get("error"),
         incomplete_reason=(resource.get("incomplete_details") or {}).get("reason"),
         request_json=pretty_json(row.request), branches=branches,
-        compacted=any(item.get("type") == "compaction" for item in
+        compacted=any(compacts(item) for item in
                       [*(row.input_items or ()), *(resource.get("output") or ())]
                       if isinstance(item, dict)),
         truncation_auto=((row.request or {}).get("params") or {}).get("truncation") == "auto",

@@ -11,7 +11,13 @@ the failure is the gateway's own bug (its run's crash path logs it).
 A call's `usage` is the exception, checked as it is reported (`usage_problem`, once per
 upstream call, not per chunk): it is kept, not read, until the response's end, where a
 bad one would break the response's usage (and the end of its failure) instead of failing
-the stream it came in.
+the stream it came in. So are the other values a reader keeps without reading, where a
+wrong type would raise nothing as it arrives (a later join or sort, or the client, would
+meet it): a finish reason, a choice's or a tool call's index, a call's name and id
+(`taken` where the reader takes them: once per response, choice or call), a delta's text
+and a call's arguments (a type test in the branch that takes a non-empty one, ~5 ns: a
+text is joined only when its item closes, after its delta events went out). Each raises
+TypeError there, and the chunk is then checked as any other.
 
 Absent keys and null values are allowed everywhere (a reader takes them as empty); keys
 the gateway does not read are not looked at (a usage's other details, a delta's `role`).
@@ -55,6 +61,14 @@ def usage_problem(usage) -> str | None:
                                     or not _count(details.get(count))):
             return f"`usage.{name}.{count}` is not a count of tokens"
     return None
+
+
+def taken(value, kind: type):
+    """`value`, which a reader takes as a `kind` (TypeError if it is not one: the chunk
+    holding it is then checked, `chunk_problem`)."""
+    if value.__class__ is not kind:
+        raise TypeError(f"a {kind.__name__} was expected, not {value.__class__.__name__}")
+    return value
 
 
 def _choice_problem(choice) -> str | None:

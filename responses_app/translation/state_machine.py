@@ -30,45 +30,20 @@ are numbered for the model to cite and found again in the answer's text as annot
 Contract: the events a call returns must be serialized before the next call, because the
 item dicts they point at keep changing until their `output_item.done`.
 """
-import time
-from dataclasses import dataclass, field
-
 from . import call_kinds, mcp_events, text_items, tool_items
 from .call_usages import CallUsages
+from .chunk_shape import taken
 from .citations import annotations_for
 from .client_tool_calls import ADDED_WHEN_DONE, CLIENT_TOOL_ITEMS, close_client_tool_call
 from .gateway_tool_steps import HOSTED_ITEM_TYPES, GatewayToolSteps
 from .part_kinds import OUTPUT_TEXT, REASONING_SUMMARY, REASONING_TEXT, REFUSAL
 from .text_items import TextSegment
 from .tool_items import McpToolTarget, ToolCall
+from .translator_options import TranslatorOptions
 
 __all__ = ["McpToolTarget", "ResponseTranslator", "TranslatorOptions"]
 
 FINISH_INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
-
-
-@dataclass
-class TranslatorOptions:
-    ids: "callable"                      # prefix -> new id
-    reasoning_as_summary: bool = False   # Codex shows reasoning only as summary events
-    include_logprobs: bool = False
-    # upstream function name -> (name, namespace) for flattened namespace tools
-    function_names: dict = field(default_factory=dict)
-    # reasoning item -> opaque token, when the client asked for reasoning.encrypted_content
-    seal_reasoning: "callable | None" = None
-    # upstream function name -> McpToolTarget for tools the gateway runs
-    mcp_tools: dict = field(default_factory=dict)
-    # upstream function name -> hosted tool kind ("web_search", "file_search") the gateway runs
-    hosted_tools: dict = field(default_factory=dict)
-    # the request's `include`, for what hosted call items show of their results
-    hosted_include: frozenset = frozenset()
-    # upstream function names that stand for custom tools (custom_tool_call items)
-    custom_tools: frozenset = frozenset()
-    # upstream function name -> client-run tool type (shell, local_shell, apply_patch)
-    client_tools: dict = field(default_factory=dict)
-    # set `phase` on output messages (commentary before a tool call, else final_answer)
-    phase: bool = False
-    now: "callable" = time.time
 
 
 class ResponseTranslator(GatewayToolSteps):
@@ -97,7 +72,9 @@ class ResponseTranslator(GatewayToolSteps):
         if chunk.get("usage"):
             self._usages.reported(chunk["usage"])
         for choice in chunk.get("choices") or ():
-            if choice.get("index", 0) != 0:
+            index = choice.get("index")
+            if index:  # another choice's (n > 1: the first is read), or off shape
+                taken(index, int)
                 continue
             delta = choice.get("delta") or {}
             reasoning = delta.get("reasoning_content") or delta.get("reasoning")
@@ -116,7 +93,7 @@ class ResponseTranslator(GatewayToolSteps):
             for position, call in enumerate(delta.get("tool_calls") or ()):
                 self._tool_call_piece(events, position, call)
             if choice.get("finish_reason"):
-                self._finish_reason = choice["finish_reason"]
+                self._finish_reason = taken(choice["finish_reason"], str)
         return events
 
     def end_turn(self) -> tuple[list[dict], list[dict]]:
@@ -200,6 +177,8 @@ class ResponseTranslator(GatewayToolSteps):
 
     # --- text-like items: message (output_text, refusal) and reasoning -------------------
     def _text_piece(self, events, item_type, kind, text, logprobs):
+        if text.__class__ is not str:  # else kept, and only its item's close would fail
+            raise TypeError("a delta's text is not a string")
         segment = self._segment
         if segment is None or segment.item["type"] != item_type:
             if segment is not None:
@@ -229,14 +208,20 @@ class ResponseTranslator(GatewayToolSteps):
     def _tool_call_piece(self, events, position, piece):
         index = piece.get("index", position)
         function = piece.get("function") or {}
+        arguments = function.get("arguments")
+        if arguments and arguments.__class__ is not str:  # as a text (_text_piece)
+            raise TypeError("a tool call's arguments are not a string")
         call = self._calls.get(index)
+        if call is None and index.__class__ is not int:  # null: its position; else off shape
+            index = position if index is None else taken(index, int)
+            call = self._calls.get(index)
         if call is None:
+            upstream_name = taken(function.get("name") or "", str)
+            taken(piece.get("id") or "", str)
             if self._segment is not None:  # items stream one after another: close the text
                 self._close_segment(events, "completed", phase="commentary")
-            upstream_name = function.get("name") or ""
             call = self._open_call(events, piece, upstream_name)
             self._calls[index] = call
-        arguments = function.get("arguments")
         if arguments:
             call.pieces.append(arguments)
             kind = call.item["type"]

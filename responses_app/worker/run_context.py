@@ -4,9 +4,12 @@ OpenAI's events), then the fit into the route's context window (truncation or Op
 400 `context_length_exceeded`). The decisions are responses_app.context's; here they run
 off the event loop and their events go out. The summary is the run's own upstream call
 (summary_call.py), on the run's task: a cancel or a steer closes it, and its usage is
-counted once whichever way it ends (here when it completes; cut_turn.py when it is cut)."""
+counted once whichever way it ends (here when it completes; cut_turn.py when it is cut).
+A compaction cut before its summary is closed with the response's other open items
+(translation.compaction_events: unfinished, it stands for nothing)."""
 from ..create.client_tool_items import compaction_triggered
 from ..context.compaction import compacted
+from ..context.compaction_items import unfinished_compaction
 from ..context.plan import count_tokens, measure, needs_context
 from ..context.rendering import chat_request_for
 from ..context.summary import SummaryFailed, summary_request
@@ -46,7 +49,7 @@ async def _compacted(streaming, body: dict) -> dict:
     job, translator = streaming.job, streaming.translator
     if not streaming.started:
         await streaming.emit(translator.start(), urgent=False)
-    events, item = translator.open_compaction()
+    events, item = translator.open_compaction(unfinished_compaction())
     await streaming.emit(events)
     call = streaming.summary = SummaryCall(summary_request(body))
     await stream_summary(streaming.route, call, configured_retry(), streaming.placement)

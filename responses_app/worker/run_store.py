@@ -28,7 +28,7 @@ from django.conf import settings
 from .. import lifecycle
 from ..bus.entries import stamped_entry
 from ..delivery.heartbeat import heartbeats
-from ..errors import is_backing_service_outage
+from ..errors import CRASHED, is_backing_service_outage
 from .loop import blocking
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,6 @@ log = logging.getLogger(__name__)
 TERMINAL_EVENTS = {"response.completed", "response.incomplete", "response.failed"}
 RETRY_DELAYS = (0.25, 0.5, 1.0, 2.0)  # seconds, then the last one again
 NOT_PREPARED = "The response could not be run: the database did not answer."
-CRASHED = "The server had an error while processing your request."  # run_streaming's
 
 
 class GivenUp(Exception):

@@ -28,6 +28,7 @@ from upstreams.replicas import Placement, item_keys
 from ..bus import StreamFenced, event_bus
 from ..bus.entries import stamped_entry
 from ..delivery.cancellation import STEERED, cancellation
+from ..errors import CRASHED
 from ..ids import new_id
 from ..reasoning_token import seal
 from ..translation.phase import phase_wanted
@@ -48,7 +49,6 @@ DELTA_EVENTS = {"response.output_text.delta", "response.refusal.delta",
                 "response.reasoning_text.delta", "response.reasoning_summary_text.delta",
                 "response.function_call_arguments.delta",
                 "response.custom_tool_call_input.delta"}
-CRASHED = "The server had an error while processing your request."
 
 
 @dataclass
@@ -172,8 +172,11 @@ class Streaming:
 
     async def _crashed(self) -> Ending:
         """The run's own bug: it fails, its cut call counted (cut_turn.py), unless nothing
-        of it is out and its client waits for the answer (a 500, nothing stored)."""
-        if not self.started and not self.job.background:
+        of it is out, nothing was spent (no upstream call answered) and its client waits
+        for the answer (a 500, nothing stored). A client waiting for the whole answer
+        gets a failure stored so as a 500 too (api/relay.py)."""
+        spent = self.turn is not None or self.summary is not None
+        if not self.started and not self.job.background and not spent:
             return Ending("rejected", rejected=UpstreamRejected(CRASHED, status=500,
                                                                 code="server_error"))
         if not self.started:
