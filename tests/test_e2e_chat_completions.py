@@ -376,6 +376,21 @@ def test_langchain_chat_openai_runs_a_tool_loop(production, tenant_key, clean_up
             for body in upstream_bodies(clean_upstream)] == [["get_weather", "get_time"]] * 3
 
 
+def _failed_whole_then_streamed(production, model: str, failed: dict):
+    """`model` asked for a whole completion (a 502 with `failed`), then streamed: the
+    stream's SSE blocks and the tenant's usage today."""
+    [key] = provision(production, {f"chat-{model}": {"keys": 1, "limits": {}}})[f"chat-{model}"]
+    with production.client(key) as api:
+        whole = api.post("/chat/completions", json={
+            "model": model, "messages": [{"role": "user", "content": "hi"}]})
+        assert (whole.status_code, whole.json()) == (502, failed)
+        with api.stream("POST", "/chat/completions", json={
+                "model": model, "stream": True,
+                "messages": [{"role": "user", "content": "hi"}]}) as response:
+            blocks = [b for b in response.read().split(b"\n\n") if b]
+        return blocks, todays_usage(api, model)
+
+
 @pytest.mark.parametrize("model, message", [
     ("fake-drop", "The upstream connection failed mid-stream: the upstream closed the connection"),
     ("fake-bad-chunk", "The upstream sent a malformed stream chunk."),
@@ -396,16 +411,7 @@ def test_an_upstream_failing_mid_stream(production, clean_upstream, model, messa
 
     failed = {"error": {"message": message, "type": "server_error", "param": None,
                         "code": "server_error"}}
-    [key] = provision(production, {f"chat-{model}": {"keys": 1, "limits": {}}})[f"chat-{model}"]
-    with production.client(key) as api:
-        whole = api.post("/chat/completions", json={
-            "model": model, "messages": [{"role": "user", "content": "hi"}]})
-        assert (whole.status_code, whole.json()) == (502, failed)
-        with api.stream("POST", "/chat/completions", json={
-                "model": model, "stream": True,
-                "messages": [{"role": "user", "content": "hi"}]}) as response:
-            blocks = [b for b in response.read().split(b"\n\n") if b]
-        usage = todays_usage(api, model)
+    blocks, usage = _failed_whole_then_streamed(production, model, failed)
     assert [json.loads(b[6:])["choices"][0]["delta"] for b in blocks[:-1]] == [
         {"role": "assistant", "content": ""}, {"content": "Hello"}]
     assert json.loads(blocks[-1][6:]) == failed
@@ -426,16 +432,7 @@ def test_a_call_index_of_another_type_fails_the_completion(production, clean_ups
     model = "fake-bad-shape-call-index-mixed"
     failed = {"error": {"message": "The upstream sent a malformed stream chunk.",
                         "type": "server_error", "param": None, "code": "server_error"}}
-    [key] = provision(production, {f"chat-{model}": {"keys": 1, "limits": {}}})[f"chat-{model}"]
-    with production.client(key) as api:
-        whole = api.post("/chat/completions", json={
-            "model": model, "messages": [{"role": "user", "content": "hi"}]})
-        assert (whole.status_code, whole.json()) == (502, failed)
-        with api.stream("POST", "/chat/completions", json={
-                "model": model, "stream": True,
-                "messages": [{"role": "user", "content": "hi"}]}) as response:
-            blocks = [b for b in response.read().split(b"\n\n") if b]
-        usage = todays_usage(api, model)
+    blocks, usage = _failed_whole_then_streamed(production, model, failed)
     assert [json.loads(b[6:])["choices"][0]["delta"] for b in blocks[:-1]] == [
         {"role": "assistant", "content": ""},
         {"tool_calls": [{"index": 0, "id": "call_a", "type": "function",

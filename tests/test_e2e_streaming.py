@@ -106,6 +106,20 @@ FAILED_AFTER_HELLO = [
     "response.failed",
 ]
 
+def cut_call_usage(clean_upstream, output_tokens: int) -> dict:
+    """The usage of the one upstream call made, counted as a cut one: the route's estimate
+    (UTF-8 bytes / 4, rounded up) of the request as rendered, and `output_tokens`."""
+    from upstreams.token_counting import render_chat
+
+    [sent] = [r["body"] for r in clean_upstream.requests()]
+    cut_input = -(-len(render_chat(sent).encode()) // 4)
+    return {"input_tokens": cut_input,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens": output_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": cut_input + output_tokens}
+
+
 
 @pytest.mark.parametrize("model, message", [
     ("fake-drop", "The upstream connection failed mid-stream: the upstream closed the connection"),
@@ -124,8 +138,6 @@ def test_mid_stream_failure_is_response_failed_and_stored_failed(api, model, mes
     fake-bad-shape-*: the bad chunk is JSON of the wrong shape (in the same read, or in one
     of its own after the first delta's): before, it crashed the run (the generic error, and
     the cut call uncounted)."""
-    from upstreams.token_counting import render_chat
-
     _, raw = stream(api, {"model": model, "input": "hi"})
     events, final = check_sse_stream(raw)
     assert [e["type"] for e in events] == FAILED_AFTER_HELLO
@@ -137,13 +149,7 @@ def test_mid_stream_failure_is_response_failed_and_stored_failed(api, model, mes
             for item in final["output"]] == [("message", "incomplete", ["Hello"])]
     stored = api.get(f"/responses/{final['id']}").json()
     assert stored == final
-    [sent] = [r["body"] for r in clean_upstream.requests()]
-    cut_input = -(-len(render_chat(sent).encode()) // 4)
-    assert final["usage"] == {
-        "input_tokens": cut_input,
-        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
-        "output_tokens": 2, "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": cut_input + 2}
+    assert final["usage"] == cut_call_usage(clean_upstream, output_tokens=2)
 
 
 @pytest.mark.parametrize("apart", ["", "-apart"])
@@ -153,8 +159,6 @@ def test_a_call_index_of_another_type_fails_after_the_call_before_it(api, apart,
     calls' sort at the turn's end crashed the run): the response fails as for a malformed
     chunk, after the first call's events, that call closed incomplete with the arguments it
     streamed, the cut call counted (the route's estimate of the request and of them)."""
-    from upstreams.token_counting import render_chat
-
     _, raw = stream(api, {"model": f"fake-bad-shape-call-index-mixed{apart}", "input": "hi"})
     events, final = check_sse_stream(raw)
     assert [e["type"] for e in events] == [
@@ -167,13 +171,7 @@ def test_a_call_index_of_another_type_fails_after_the_call_before_it(api, apart,
     assert (call["type"], call["status"], call["name"], call["call_id"], call["arguments"]) == (
         "function_call", "incomplete", "look", "call_a", '{"q": 1}')
     assert api.get(f"/responses/{final['id']}").json() == final
-    [sent] = [r["body"] for r in clean_upstream.requests()]
-    cut_input = -(-len(render_chat(sent).encode()) // 4)
-    assert final["usage"] == {
-        "input_tokens": cut_input,
-        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
-        "output_tokens": 2, "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": cut_input + 2}
+    assert final["usage"] == cut_call_usage(clean_upstream, output_tokens=2)
 
 
 @pytest.mark.parametrize("stream_flag", [True, False])
