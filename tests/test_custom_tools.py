@@ -5,6 +5,8 @@ checker, through the state machine tests' `translate`)."""
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from responses_app.create.request import parse_create_request
 from responses_app.errors import InvalidRequest
@@ -103,6 +105,22 @@ def test_the_input_is_decoded_piece_by_piece():
     assert [decoder.feed(p) for p in pieces] == ["", "li", "ne", "\n", "é ", "😀", ""]
     assert decoder.finish() == ""
     assert decoder.emitted == "line\né 😀"
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from(['a', '"', '\\', '\n', '\t', 'é', '😀', '\u2028',
+                                              '}', '{', ' '])),
+       ascii_only=st.booleans(), cuts=st.lists(st.integers(min_value=1), max_size=12))
+def test_any_split_of_the_arguments_decodes_to_the_input(text, ascii_only, cuts):
+    """However the arguments are cut into pieces (an escape, a surrogate pair or the opening
+    split anywhere), the pieces handed out make the input, each piece decoded once."""
+    arguments = json.dumps({"input": text}, ensure_ascii=ascii_only)
+    at = sorted({cut % len(arguments) for cut in cuts} - {0})
+    pieces = [arguments[i:j] for i, j in zip([0, *at], [*at, len(arguments)])]
+    decoder = InputDecoder()
+    streamed = [decoder.feed(piece) for piece in pieces]
+    assert "".join(streamed) + decoder.finish() == text
+    assert decoder.emitted == text
 
 
 @pytest.mark.parametrize("arguments, expected", [

@@ -7,12 +7,21 @@ pieces into pieces of the raw text as they arrive: once the arguments are seen t
 between pieces, or the first half of a surrogate pair, waits for the next piece).
 `finish()` parses the whole arguments and returns the rest of the input; arguments of any
 other shape (another key first, or not JSON at all) are decoded only there, whole.
+
+Each piece is scanned and decoded once, with what an earlier piece left undecoded (a split
+escape: a few characters): the work is linear in the input. Before (2026-11-28), every
+piece re-scanned and re-decoded the whole string so far: a 20,000-character patch in
+4-character pieces took 3.4 s of the worker's loop, 8,000 characters 0.54 s.
 """
 import json
 import re
 
 ARGUMENT = "input"
 _OPENING = re.compile(r'\s*\{\s*"input"\s*:\s*"')
+# arguments that have not opened with `{"input": "` within this many characters are taken
+# for another shape: decoded at the end only (the opening is ~12 characters; whitespace a
+# model puts in it is a few more)
+_OPENING_WITHIN = 256
 _ESCAPE_LENGTHS = {"u": 6}
 _HIGH_SURROGATE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}$")
 
@@ -21,45 +30,67 @@ class InputDecoder:
     """The raw input of one custom tool call, decoded while its arguments stream."""
 
     def __init__(self):
-        self.raw = ""
-        self.emitted = ""
-        self._start: int | None = None   # where the string's characters begin in `raw`
-        self._closed = False              # the string's closing quote was seen
+        self._pieces: list[str] = []  # the arguments as they came
+        self._head = ""                # the arguments until the string opens
+        self._pending: str | None = None  # escaped characters not decoded yet (None: not open)
+        self._emitted: list[str] = []  # the input handed out so far
+        self._closed = False           # the string's closing quote was seen
+        self._other_shape = False      # no opening within _OPENING_WITHIN characters
+
+    @property
+    def raw(self) -> str:
+        """The arguments so far."""
+        return "".join(self._pieces)
+
+    @property
+    def emitted(self) -> str:
+        """The input handed out so far."""
+        return "".join(self._emitted)
 
     def feed(self, piece: str) -> str:
         """The text this piece of arguments adds to the input ("" if none yet)."""
-        self.raw += piece
-        if self._start is None:
-            match = _OPENING.match(self.raw)
-            if match is None:
-                return ""
-            self._start = match.end()
-        if self._closed:
+        self._pieces.append(piece)
+        if self._closed or self._other_shape:
             return ""
-        return self._take(_decoded(self._safe_body()))
+        if self._pending is None:
+            self._head += piece
+            match = _OPENING.match(self._head)
+            if match is None:
+                self._other_shape = len(self._head) > _OPENING_WITHIN
+                return ""
+            self._pending, self._head = self._head[match.end():], ""
+        else:
+            self._pending += piece
+        return self._take(_decoded(self._safe_part()))
 
     def finish(self) -> str:
         """The rest of the input once the arguments are complete."""
         full = _parsed_input(self.raw)
+        emitted = "".join(self._emitted)
         if full is None:
-            full = _decoded(self._safe_body()) if self._start is not None else self.raw
-        if not full.startswith(self.emitted):
+            if self._pending is None:  # it never opened: nothing was handed out
+                full = self.raw
+            else:
+                full = emitted + (_decoded(self._safe_part()) if not self._closed else "")
+        if not full.startswith(emitted):
             return ""  # never contradict what was streamed: the deltas are the input
-        return self._take(full)
+        return self._take(full[len(emitted):])
 
     def _take(self, text: str) -> str:
-        new = text[len(self.emitted):]
-        self.emitted = text
-        return new
+        if text:
+            self._emitted.append(text)
+        return text
 
-    def _safe_body(self) -> str:
-        """The JSON-escaped characters of the string that can be decoded now."""
-        body = self.raw[self._start:]
+    def _safe_part(self) -> str:
+        """The pending JSON-escaped characters of the string that can be decoded now
+        (taken out of `_pending`; the rest waits for the next piece)."""
+        body = self._pending
         position, end = 0, len(body)
         while position < end:
             char = body[position]
             if char == '"':
                 self._closed = True
+                self._pending = ""
                 return body[:position]
             if char == "\\":
                 width = _ESCAPE_LENGTHS.get(body[position + 1:position + 2], 2)
@@ -69,7 +100,10 @@ class InputDecoder:
             else:
                 position += 1
         safe = body[:position]
-        return safe[:-6] if _HIGH_SURROGATE.search(safe) else safe
+        if _HIGH_SURROGATE.search(safe):
+            safe, position = safe[:-6], position - 6
+        self._pending = body[position:]
+        return safe
 
 
 def _decoded(escaped: str) -> str:
