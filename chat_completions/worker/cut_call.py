@@ -41,7 +41,7 @@ class ChatCutCall:
         for choice in sorted(completion.choices.values(), key=lambda c: c.index):
             parts += [text[self.texts_before.get((choice.index, name), 0):]
                       for name, text in choice.texts.items()]
-            parts += [choice.calls[i]["function"]["arguments"] for i in sorted(choice.calls)]
+            parts += [call["function"]["arguments"] for call in choice.tool_calls()]
         return "".join(parts)
 
 
