@@ -106,6 +106,21 @@ def test_a_completion_accumulates_turns_and_adds_their_usage():
         "system_fingerprint": None, "service_tier": None}
 
 
+def test_tool_call_pieces_without_an_index_are_the_call_at_their_position():
+    """An upstream that streams its calls without `index` (absent or null): each piece is
+    the call at its position in the chunk's list, as the Responses translator reads it;
+    before, every such piece opened a new call."""
+    completion = Completion("chatcmpl-1", "m", 5)
+    for piece in [chunk({"tool_calls": [{"id": "c0", "type": "function",
+                                         "function": {"name": "f", "arguments": '{"a"'}}]}),
+                  chunk({"tool_calls": [{"index": None, "function": {"arguments": ": 1"}}]}),
+                  chunk({"tool_calls": [{"function": {"arguments": "}"}}]}),
+                  chunk({}, "tool_calls")]:
+        completion.feed(piece)
+    assert completion.calls() == [{"id": "c0", "type": "function",
+                                   "function": {"name": "f", "arguments": '{"a": 1}'}}]
+
+
 def test_a_cut_call_generated_what_followed_its_start():
     """A cut turn's generated text (what cut_call.py counts): the texts each choice gained
     since the call began, and the turn's tool call arguments; the earlier turns' not."""

@@ -81,8 +81,8 @@ class Completion:
                     choice.pieces.setdefault(name, []).append(taken(delta[name], str))
             if choice.index == 0 and delta.get("content"):
                 self._turn_pieces.append(delta["content"])
-            for call in delta.get("tool_calls") or ():
-                _add_call(choice, call)
+            for position, call in enumerate(delta.get("tool_calls") or ()):
+                _add_call(choice, call, position)
             if part.get("finish_reason"):  # off shape, the client would get it as it is
                 choice.finish_reason = taken(part["finish_reason"], str)
 
@@ -140,13 +140,18 @@ class Completion:
                 "system_fingerprint": self.system_fingerprint, "service_tier": None}
 
 
-def _add_call(choice: Choice, delta: dict) -> None:
+def _add_call(choice: Choice, delta: dict, position: int) -> None:
+    """A tool call's piece; one without an index (absent or null: an upstream that streams
+    one call at a time without it) is the call at its position in the chunk's list, as the
+    Responses translator reads it (translation/state_machine.py)."""
     calls = choice.calls
     index = delta.get("index")
+    if index is None:
+        index = position
     call = calls.get(index)
     function = delta.get("function") or {}
-    if call is None:  # off shape, the calls' sort would fail at the end; null: as absent
-        index = len(calls) if index is None else taken(index, int)
+    if call is None:  # off shape, the calls' sort would fail at the end
+        index = taken(index, int)
         call = calls[index] = {"id": taken(delta.get("id") or f"call_{index}", str),
                                "type": "function", "function": {"name": "", "arguments": ""}}
         choice.arguments[index] = []
