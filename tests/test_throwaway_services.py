@@ -4,6 +4,10 @@ answering services are used as they are."""
 import os
 import shutil
 import signal
+import tempfile
+from pathlib import Path
+
+import pytest
 
 from tests.servers import free_port
 from tests.throwaway_services import (
@@ -57,9 +61,24 @@ def _link_or_copy(source, destination):
         shutil.copy2(source, destination)
 
 
-def test_a_postgres_without_pgvector_is_replaced_by_a_throwaway_one(tmp_path, capsys):
+@pytest.fixture
+def outside_basetemp():
+    """A directory removed after, outside pytest's temporary root: as root the server runs
+    as pgserver's user, who must traverse to it, and every pytest process (each of `make
+    test`'s workers) tightens that root to 0700 when it first makes a temporary directory;
+    in it, this test's initdb failed once under two workers (hosts_cluster.cluster_workdir
+    does the same)."""
+    directory = Path(tempfile.mkdtemp(prefix="gateway-plain-postgres-"))
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_a_postgres_without_pgvector_is_replaced_by_a_throwaway_one(outside_basetemp, capsys):
     """A real PostgreSQL 16 that answers but has no pgvector (the pgserver wheel's, without
     pgvector's files), as Debian 12's PostgreSQL on a developer's machine."""
+    tmp_path = outside_basetemp
     wheel = _postgres_bin().parent.parent.parent  # site-packages: the binaries find their
     install = tmp_path / "pgserver" / "pginstall"  # libpq at $ORIGIN/../../../pgserver.libs
     shutil.copytree(wheel / "pgserver" / "pginstall", install, copy_function=_link_or_copy,
