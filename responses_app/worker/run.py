@@ -109,22 +109,34 @@ async def _claiming(response_id: str, carried: Job | None,
         await discard(response_id, settled)
         return None
     deadline = time.monotonic() + settings.DATABASE_WAIT_SECONDS
+    job = prepared(carried)
+    try:  # before the claim: a route table read (every UPSTREAM_ROUTES_CACHE_SECONDS) that
+        # meets an outage abandons the run as its claim would, nothing written yet
+        route = remembered_route_for_model(job.model) or await blocking(route_for_model,
+                                                                        job.model)
+    except Exception as exc:
+        if not is_backing_service_outage(exc):
+            raise
+        return await _abandoned(carried, settled)
     if carried.resent or database.away():  # claim before calling the upstream
         try:
             if not await _claimed(claimed_by(carried, deadline), settled, response_id):
                 return None
         except ClaimAbandoned:
-            observed = ObservedRun(carried)
-            await abandon(observed, settled, _ended)
-            observed.log()
-            return None
+            return await _abandoned(carried, settled)
         claim = Claim.taken(response_id)
     else:
         claim = Claim.pending(carried, deadline)
         claim.on_settled(settled)
-    job = prepared(carried)
-    route = remembered_route_for_model(job.model) or await blocking(route_for_model, job.model)
     return job, Streaming(job, route, None, claim)
+
+
+async def _abandoned(carried: Job, settled: Callable[[bool], None]) -> None:
+    """The run of `carried` abandoned before it started (run_abandon.py): None."""
+    observed = ObservedRun(carried)
+    await abandon(observed, settled, _ended)
+    observed.log()
+    return None
 
 
 async def _claimed(claiming, settled: Callable[[bool], None], response_id: str):
