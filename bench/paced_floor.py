@@ -42,6 +42,7 @@ import hiredis
 import orjson
 
 from bench.paced_web import _drain  # the client sockets' reader
+from responses_app.bus.redis_xread import bulk
 
 WARMUP_SECONDS = 2.0
 CHUNK = (b'{"id":"chatcmpl-0123456789abcdef","object":"chat.completion.chunk",'
@@ -71,10 +72,6 @@ def _upstream(server: socket.socket, streams: int, pacing: float, start_at: floa
                 numbers[n] += 1
                 due[n] += pacing
         time.sleep(max(0.0, min(due) - time.time()))
-
-
-def bulk(value: bytes) -> bytes:
-    return b"$%d\r\n%s\r\n" % (len(value), value)
 
 
 class RedisLink(asyncio.Protocol):

@@ -7,9 +7,7 @@ and usage adds up.
 """
 from dataclasses import dataclass, field
 
-from responses_app.translation.chunk_shape import taken, usage_problem
-
-TEXT_FIELDS = ("content", "reasoning_content", "reasoning", "refusal")  # reasoning: vLLM's
+from responses_app.translation.chunk_shape import TEXT_FIELDS, taken, usage_problem
 
 
 @dataclass

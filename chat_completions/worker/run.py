@@ -29,6 +29,7 @@ from responses_app.bus.entries import failure_entry
 from responses_app.delivery.cancellation import cancellation
 from responses_app.errors import CRASHED, APIError, ServerError
 from responses_app.lifecycle import settle
+from responses_app.translation.chunk_shape import TEXT_FIELDS
 from responses_app.worker.chunk_batches import SHAPE_ERRORS, malformed_or_raise
 from responses_app.worker.loop import blocking
 from responses_app.worker.upstream import UpstreamRejected, UpstreamStreamFailed, open_chat_stream
@@ -43,7 +44,6 @@ from .mcp import ChatMcpTools, tenant_mcp_tools
 from .store import store_completion
 
 log = logging.getLogger(__name__)
-TEXT_KEYS = ("content", "reasoning_content", "reasoning", "refusal")
 
 
 async def run_chat(job: ChatJob, settled=None) -> None:
@@ -227,7 +227,7 @@ class ChatRun:
         for part in choices:
             delta = {key: value for key, value in (part.get("delta") or {}).items()
                      if key != "tool_calls" and not (key == "role" and self.role_sent)}
-            if not any(delta.get(key) for key in TEXT_KEYS) and "role" not in delta:
+            if not any(delta.get(key) for key in TEXT_FIELDS) and "role" not in delta:
                 continue
             self.role_sent = self.role_sent or "role" in delta
             kept.append({**part, "delta": delta, "finish_reason": None})

@@ -22,7 +22,7 @@ TypeError there, and the chunk is then checked as any other.
 Absent keys and null values are allowed everywhere (a reader takes them as empty); keys
 the gateway does not read are not looked at (a usage's other details, a delta's `role`).
 """
-TEXT_FIELDS = ("content", "reasoning_content", "reasoning", "refusal")
+TEXT_FIELDS = ("content", "reasoning_content", "reasoning", "refusal")  # reasoning: vLLM's
 TOKEN_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
 DETAIL_FIELDS = {"prompt_tokens_details": "cached_tokens",
                  "completion_tokens_details": "reasoning_tokens"}
