@@ -1,5 +1,6 @@
-"""A run abandoned: its client waits for its first event, and its claim met a database
-outage until DATABASE_WAIT_SECONDS after the run started (run_claim.py). Its client is
+"""A run abandoned: its client waits for its first event, and its claim (run_claim.py), or
+the route read before it (run.py), met a database outage until DATABASE_WAIT_SECONDS
+after the run started. Its client is
 answered the 503 `service_unavailable` (with Retry-After) that any request waiting that
 long for the database gets (errors.database_did_not_answer), and the response never runs: the upstream is not called (or
 the call sent beside the claim is closed), nothing is stored or charged, its admission is
@@ -51,8 +52,9 @@ async def abandon(observed, settled, ended, writer=None) -> None:
             log.warning("run %s: its message was given back meanwhile; its copy answers",
                         job.id)
             return
-    log.warning("run %s: its claim met a database outage for %g s; abandoned, its client "
-                "answered 503", job.id, settings.DATABASE_WAIT_SECONDS)
+    log.warning("run %s: a database outage kept it from starting (its claim or its route "
+                "read, %g s); abandoned, its client answered 503", job.id,
+                settings.DATABASE_WAIT_SECONDS)
     observed.ending = Ending("abandoned")
     writer = writer or event_bus().writer(job.id)
     try:
