@@ -19,6 +19,7 @@ import orjson
 from ..create.nul import may_hold_nul, without_nul
 from ..translation.chunk_shape import chunk_problem
 from .http_stream import StreamedResponse
+from .text_lane import lone_chunk
 
 log = logging.getLogger(__name__)
 # what reading a chunk of the wrong shape raises ({"choices": 5}: TypeError, ...)
@@ -71,10 +72,14 @@ class ChunkBatches:
             raise _read_failure(exc) from None
         raise _cut_short()
 
-    async def push(self, sink) -> None:
+    async def push(self, sink, lane=None) -> None:
         """The rest of the batches, each handed to `sink(batch)` as its read arrives (from
         the connection's read callback: the waiting task wakes only at the end); returns
-        after `[DONE]`, raises what `sink` raised or what iterating would."""
+        after `[DONE]`, raises what `sink` raised or what iterating would.
+
+        `lane(chunk)`, if given, is offered first the chunk of a read that is one whole
+        event while the response is paced (text_lane.py); it takes it (True) or leaves it,
+        unchanged, to the general path (False): decoded once either way."""
         for generator in (self._pulled, self._reads):  # an iteration left at a batch
             if generator is not None:
                 await generator.aclose()
@@ -85,13 +90,19 @@ class ChunkBatches:
         failures = []
 
         def read(data: bytes) -> bool:
-            batch = self._decoded(data)
-            if batch is not None:
-                try:
+            chunk = lone_chunk(data) if lane is not None and not self.buffer else None
+            try:
+                if chunk is None:
+                    batch = self._decoded(data)
+                elif self.response.paced and not self.finishing and lane(chunk):
+                    return False
+                else:
+                    batch = self._checked([chunk])
+                if batch is not None:
                     sink(batch)
-                except BaseException as exc:  # the sink's own failure, raised as it is
-                    failures.append(exc)
-                    return True
+            except BaseException as exc:  # a bad chunk, or the sink's or lane's failure
+                failures.append(exc)  # raised as it is, once the read callback is left
+                return True
             return self.done
 
         try:
@@ -131,8 +142,10 @@ class ChunkBatches:
                 raise
             self.failure, self.done = failure, True
             return batch
-        if not batch:
-            return None
+        return self._checked(batch) if batch else None
+
+    def _checked(self, batch: list) -> list:
+        """`batch`, a read's chunks, once they paced or unpaced the response (_decoded)."""
         if not self.finishing:
             response = self.response
             try:

@@ -40,6 +40,7 @@ from .cut_turn import CutTurn, close_cut_turn
 from .run_context import fitted_body
 from .chunk_batches import SHAPE_ERRORS, malformed_or_raise
 from .summary_call import SummaryCall
+from .text_lane import run_lane
 from .upstream import UpstreamRejected, UpstreamStreamFailed, configured_retry, open_chat_stream
 from .upstream_span import chat_span
 
@@ -245,7 +246,7 @@ class Streaming:
                 self.first_delta_clock = datetime.now(timezone.utc)
             await self._first_delta_out(events, first)
             if push is not None:
-                await push(self._translated_now)
+                await push(self._translated_now, run_lane(self))  # text_lane.py
                 return
 
     def _translated_now(self, chunks: list) -> None:
