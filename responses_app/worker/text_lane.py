@@ -18,7 +18,6 @@ Measured gain: see bench/README.md (issue 31, the text lane) and this module's c
 import orjson
 
 from ..bus.entries import Entry
-from ..create.nul import may_hold_nul
 from ..translation.text_lane import TextLane
 
 
@@ -27,8 +26,8 @@ def lone_chunk(data: bytes) -> dict | None:
     decoded as the general path would (`ChunkBatches._decoded`); None for anything else
     (several lines, none, `[DONE]`, bad JSON, an error chunk, a possible NUL), which the
     general path reads."""
-    if data[:5] != b"data:" or data.find(b"\n") != len(data) - 2 or data[-1:] != b"\n" \
-            or may_hold_nul(data):
+    if not data.startswith(b"data:") or data.find(b"\n") != len(data) - 2 \
+            or data[-1] != 10 or b"\\u0000" in data:  # a NUL's escape: create.nul.may_hold_nul
         return None
     try:
         chunk = orjson.loads(data[5:-2])
