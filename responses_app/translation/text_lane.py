@@ -13,7 +13,9 @@ What it does is what `feed` + `EventStamper.stamp` would: the text appended to t
 pieces, the stamper's next number taken, and the event's bytes, byte for byte orjson's of
 the dict `text_items.text_delta` builds (its head, up to `"delta":`, serialized by orjson
 once per part; tests/test_text_lane.py checks the equivalence on random chunk sequences).
-The worker's read-level side is worker/text_lane.py, where the measured gain is stated.
+The worker's read-level side is worker/text_lane.py, where the measured gain is stated
+(this side, warm: 0.55 us a chunk against 1.46 for `feed`, `text_delta`, `stamp` and
+`stamped_entry`, 2026-11-28).
 """
 import orjson
 
