@@ -17,8 +17,8 @@ Measured (2026-11-28, bench/README.md's "Round 8 (worker)"): warm (`timeit`),
 `_decoded` + `_translated_now` 3.3 us a read against 2.0 for `lone_chunk` (1.0, of it
 `orjson.loads` 0.5) and the lane; the streaming loop alone (`bench.paced_worker`)
 36.1-46.6 against 40.5-53.2 us a chunk, 0.85-0.90x in 4 adjacent pairs; the full bench
-at 50:300:600 (A B B A twice against main 6bc1de9) worker 8.9, 9.1, 9.4, 9.7 against
-9.4, 10.1, 10.4, 10.1 ms a response (0.90-0.96x), all-in 0.94-0.98x.
+at 50:300:600 (A B B A three times against main 6bc1de9) worker 0.89-1.00x a response
+in its 6 adjacent pairs (median 0.92x, ~0.7 ms), all-in 0.91-1.03x.
 """
 import orjson
 
