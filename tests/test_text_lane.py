@@ -138,10 +138,6 @@ def frame(chunk, encoding) -> bytes:
     return b"data: " + orjson.dumps(chunk) + b"\r\n\r\n"
 
 
-def event_of(payload):
-    return orjson.loads(payload)
-
-
 # --- exact cases ---------------------------------------------------------------------------
 
 def opened_run():
@@ -327,6 +323,6 @@ def test_the_lane_writes_what_the_general_path_writes(reads, include_logprobs,
     options = dict(include_logprobs=include_logprobs, reasoning_as_summary=reasoning_as_summary)
     entries, pacing, failure, _ = streamed(reads, lane=True, **options)
     assert (entries, pacing, failure) == streamed(reads, lane=False, **options)[:3]
-    events = [event_of(event) for entry in entries for event in entry.events]
+    events = [orjson.loads(event) for entry in entries for event in entry.events]
     assert [event["sequence_number"] for event in events] == list(range(len(events)))
     check_stream(events)  # the terminal response, the last entry's, is the run's response
