@@ -183,16 +183,18 @@ EVENT_RETENTION_SECONDS = env.int("EVENT_RETENTION_SECONDS", default=24 * 3600)
 # Batching under load only. While other runs stream on its process, the worker reads the
 # upstream at most once per STREAM_BATCH_MS: chunks that arrive in between travel together
 # (one bus entry, one client write); after the model's finish reason it reads at once. Bus
-# entries that find a flush to Redis in flight gather for up to STREAM_FLUSH_INTERVAL_MS (an
-# end is urgent: it goes right after that flush); a web process hears each entry as it is
-# flushed (pub/sub). A run alone goes through as its
+# entries gather for the worker process's next flush to Redis (STREAM_FLUSH_TICK_MS below;
+# an end is urgent: it goes at once, or right after the flush in flight); a web process
+# hears each entry as it is flushed (pub/sub). A run alone goes through as its
 # chunks arrive, and so does a stream whose chunks come STREAM_BATCH_MS apart or more.
 STREAM_BATCH_MS = env.float("STREAM_BATCH_MS", default=50.0)
 STREAM_FLUSH_INTERVAL_MS = env.float("STREAM_FLUSH_INTERVAL_MS", default=20.0)
-# A worker process's flushes to Redis are at least this far apart: entries of all its runs
+# A worker process's flushes to Redis start at least this far apart: entries of all its runs
 # written meanwhile go in the next flush (one script call, one wake-up of each web reader),
-# each waiting at most this long; 0 sends an entry that finds nothing in flight at once.
-STREAM_FLUSH_TICK_MS = env.float("STREAM_FLUSH_TICK_MS", default=10.0)
+# each waiting at most this long (the first delta and the end go at once); 0 sends an entry
+# that finds nothing in flight at once, and those written during a flight gather for up to
+# STREAM_FLUSH_INTERVAL_MS after it.
+STREAM_FLUSH_TICK_MS = env.float("STREAM_FLUSH_TICK_MS", default=20.0)
 # The longest a run may take end to end.
 RUN_DEADLINE_SECONDS = env.int("RUN_DEADLINE_SECONDS", default=3600)
 # POST /cancel waits this long for a running response to stop and store what it produced.

@@ -241,3 +241,29 @@ def test_a_reader_joining_behind_another_during_a_read_misses_nothing():
     live, behind = run(scenario(), bus)
     assert numbers(live) == list(range(12, 16))
     assert numbers(behind) == list(range(16))
+
+
+def test_an_entry_written_during_a_flush_waits_a_tick_not_the_interval():
+    """With a flush tick, an entry written while a flush is in flight goes in the next flush,
+    a tick after the last one started: not `flush_interval` after the flight (30 s here,
+    the reader's bound 10 s). Each entry is its own Redis entry, in order."""
+    reader_bus = redis_bus()
+    writer_bus = RedisEventBus(f"{REDIS_BASE_URL}/{BUS_REDIS_DB}", retention_seconds=60,
+                               run_deadline_seconds=60, flush_interval=30.0, flush_tick=0.2)
+    response_id = f"resp_tick_{os.getpid()}"
+
+    async def scenario():
+        subscription = await reader_bus.subscribe(response_id, -1)
+        await asyncio.sleep(0.1)  # the subscription holds
+        writer, stamper = writer_bus.writer(response_id), EventStamper()
+        await writer.append(batch(stamper, 1))  # nothing flushed yet: its flush starts now
+        await asyncio.sleep(0)  # the flusher takes it and sends it: in flight
+        await writer.append(batch(stamper, 1))  # during that flush: waits for the tick
+        entries = [await subscription.get(10.0), await subscription.get(10.0)]
+        subscription.close()
+        return entries
+
+    entries = run(scenario(), reader_bus, writer_bus)
+    assert KEEPALIVE not in entries
+    assert [(entry.first, entry.last) for entry in entries] == [(0, 0), (1, 1)]
+    assert numbers(entries) == [0, 1]

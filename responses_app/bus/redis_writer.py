@@ -1,16 +1,19 @@
 """The run side of the Redis bus: all writes of one event loop, sent by one flusher.
 
-Writers coalesce under load: an entry written while a flush is in flight or others wait
-gathers with them for up to `flush_interval` (entries of a stream become one Redis entry),
-and all pending streams go out in one script call (redis_append.py: an XADD per stream,
-and its PEXPIRE when due). An entry alone goes out at once, unless the last flush started
-less than `flush_tick` ago (STREAM_FLUSH_TICK_MS): it then waits for the rest of that tick
-with whatever other runs write meanwhile (issue 31: fewer flushes, Redis script calls and
-wake-ups of the web readers at hundreds of paced streams; bench/README.md). Urgent entries
-(the end, whose writer waits for it) and soon ones (the first text, whose writer goes on)
-go at once. Against a
-pipeline per write under a lock: first-delta append p50 223 -> 6 ms at c=100 (2026-11-22,
-d3ec5ef; docs/architecture.md's ledger).
+Writers coalesce: all pending streams go out in one script call (redis_append.py: an XADD
+per stream, and its PEXPIRE when due), entries of a stream written meanwhile as one Redis
+entry. With a tick (STREAM_FLUSH_TICK_MS, default 20 ms) a loop's flushes start at least a
+tick apart: an entry waits for the first flush that starts a tick after the last one did,
+with whatever its loop's other runs write meanwhile (at once if that was a tick or more
+ago: a lone stream as slow as the tick waits for nothing), so no entry waits more than a
+tick (and the flush in flight, if it takes longer). Without one (0), an entry that finds
+nothing in flight goes at once and entries written during a flight gather for up to
+`flush_interval` after it. Urgent entries (the end, whose writer waits for it) and soon
+ones (the first text, whose writer goes on) go at once. Issue 31: fewer flushes, Redis
+script calls and wake-ups of the web readers at hundreds of paced streams (bench/README.md:
+a tick of 20 against 10 ms, CPU and each delta's wait). Against a pipeline per write under
+a lock: first-delta append p50 223 -> 6 ms at c=100 (2026-11-22, d3ec5ef;
+docs/architecture.md's ledger).
 """
 import asyncio
 import logging
@@ -52,10 +55,11 @@ class RedisLogWriter:
 class StreamWriter:
     """All writes of one event loop: pending entries per stream, sent by one flusher.
 
-    One flush is in flight at a time (a stream's entries reach Redis in order). An entry
-    that finds nothing pending and no flush in flight goes out at once; entries that find
-    a flush in flight, or entries already waiting, gather for up to `flush_interval`
-    (batching under load only). An urgent or soon entry starts a flush at once, or right
+    One flush is in flight at a time (a stream's entries reach Redis in order). Entries
+    gather until a tick after the last flush started (the module's docstring; without a
+    tick, an entry that finds nothing pending and no flush in flight goes out at once, and
+    entries that find a flush in flight gather for up to `flush_interval`). An urgent or
+    soon entry starts a flush at once, or right
     after the one in flight; an urgent one's writer waits for the flush that carried it
     (a soon one's hears of a failure at its next append). Waiting on
     that flush's outcome, not on a lock, keeps an urgent entry from queueing behind
@@ -144,8 +148,15 @@ class StreamWriter:
             self.flushing = False
             self.due = False
             if self.pending and self.timer is None:
-                self.timer = asyncio.get_running_loop().call_later(self.bus.flush_interval,
-                                                                   self._flush_due)
+                self.timer = self.loop.call_later(self._gathering(), self._flush_due)
+
+    def _gathering(self) -> float:
+        """How long entries that came during a flush wait for the next: until a tick after
+        that flush's start (at once if it took longer), so that no entry waits more than a
+        tick for its flush; without a tick, `flush_interval`."""
+        if self.bus.flush_tick > 0:
+            return max(0.0, self.flushed_at + self.bus.flush_tick - self.loop.time())
+        return self.bus.flush_interval
 
     async def _send(self, batch: dict[str, Entry]) -> dict[str, Exception]:
         """One script call for the batch; the streams whose write failed, with the failure
