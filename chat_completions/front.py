@@ -50,8 +50,10 @@ async def create(authorization: str | None, body: bytes, exchange):
             client_function_names=create.client_function_names,
             context={"request_id": exchange.request_id, **admission.run_context()})
         subscription = await event_bus().subscribe(job.id)
-        await dispatcher().send(job)
+        queued = await dispatcher().send(job)
         sent = True
+        # its client may give up before a worker starts it (relay.first_entry)
+        subscription.withdraw = partial(_withdrawn, queued, admission)
     finally:
         if not sent:
             if subscription is not None:
@@ -59,6 +61,16 @@ async def create(authorization: str | None, body: bytes, exchange):
             if admission.limited:  # no run will settle it
                 await run_db(ratelimit.cancel, admission)
     return job, subscription
+
+
+async def _withdrawn(queued, admission) -> bool:
+    """The run taken back before any worker took it, and its admission released (no run
+    will settle it); whether it was still waiting."""
+    if not await dispatcher().withdraw(queued):
+        return False
+    if admission.limited:
+        await run_db(ratelimit.cancel, admission)
+    return True
 
 
 def _admit(authorization, body: bytes, exchange):

@@ -92,17 +92,17 @@ def _run_request(create: CreateRequest, context: dict | None, history: list | No
     return request
 
 
-async def response_start(job: Job) -> None:
+async def response_start(job: Job):
     """Send the response's run: a run that carries its job writes the row itself as it
     claims it (lifecycle.claim_carried); otherwise write the row first, so that the
     worker's claim finds it (a claim that comes first must look again later). The row is
-    one INSERT in autocommit (atomic by itself); if the run cannot be sent, it is removed."""
+    one INSERT in autocommit (atomic by itself); if the run cannot be sent, it is removed.
+    Returns what `response_withdraw` takes back."""
     if job.carried:
-        await dispatcher().send(job)
-        return
+        return await dispatcher().send(job)
     await lifecycle.insert_response(job)
     try:
-        await dispatcher().send(job)
+        return await dispatcher().send(job)
     except Exception:
         try:
             await run_db(lifecycle.forget_unsent, job.id)
@@ -110,6 +110,17 @@ async def response_start(job: Job) -> None:
             log.warning("response %s: its run was not sent and its row remains: %s",
                         job.id, exc)
         raise
+
+
+async def response_withdraw(job: Job, sent) -> bool:
+    """Take back a run its client gave up on before any worker took it (`sent`: what
+    `response_start` returned): it never runs, and the row written for it (a run that does
+    not carry its job) is removed. False if a worker has it already."""
+    if not await dispatcher().withdraw(sent):
+        return False
+    if not job.carried:
+        await run_db(lifecycle.forget_unsent, job.id)
+    return True
 
 
 def response_cancel(tenant: Tenant, response_id: str) -> dict:

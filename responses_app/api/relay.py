@@ -12,6 +12,7 @@ end. Replies are front-agnostic: a status, headers and either a body or an async
 stream; a front that can write to its connection synchronously may also have the events
 that arrive while the stream waits written at once (`write_through`).
 """
+import logging
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Awaitable, Callable
@@ -25,6 +26,8 @@ from ..bus import KEEPALIVE
 from ..bus.entries import Entry, failure_of
 from ..errors import CRASHED, APIError, ServiceUnavailable
 from . import framing
+
+log = logging.getLogger(__name__)
 
 # called when a stream stops before the run's end: its client left
 Abandoned = Callable[[], Awaitable[None]] | None
@@ -49,11 +52,32 @@ def json_reply(status: int, payload: dict, headers: dict | None = None) -> Reply
 
 
 async def first_entry(subscription, what: str = "response") -> Entry:
-    """The run's first entry (events, or the error that ended it before it started)."""
+    """The run's first entry (events, or the error that ended it before it started). None
+    in time: the run is taken back if no worker took it yet (`subscription.withdraw`, set
+    by its creator), so that it never runs for a client that was told it did not, and a
+    503 says whether it was."""
     entry = await subscription.get(settings.UPSTREAM_TIMEOUT + settings.UPSTREAM_CONNECT_TIMEOUT)
     if entry is KEEPALIVE:
+        if await _withdrawn(subscription):
+            raise ServiceUnavailable(f"No worker started this {what} in time, and it will not "
+                                     "run; retry shortly.")
         raise ServiceUnavailable(f"No worker started this {what} in time; retry shortly.")
     return entry
+
+
+async def _withdrawn(subscription) -> bool:
+    withdraw = getattr(subscription, "withdraw", None)
+    if withdraw is None:
+        return False
+    try:
+        withdrawn = await withdraw()
+    except Exception as exc:  # Redis or the database away: it may still run
+        log.warning("response %s: no worker started it in time, and taking its run back "
+                    "failed: %s", subscription.response_id, exc)
+        return False
+    log.warning("response %s: no worker started it in time; its run %s", subscription.response_id,
+                "was taken back" if withdrawn else "was taken by a worker meanwhile")
+    return withdrawn
 
 
 async def batches(subscription, first: Entry | None = None, counted: bool = True):

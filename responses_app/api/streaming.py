@@ -16,6 +16,7 @@ table in memory: hosted_tools.backend_table), and its row is written from there
 """
 import logging
 import time
+from functools import partial
 
 from django.conf import settings
 
@@ -73,8 +74,10 @@ async def create(authorization: str | None, body: bytes, exchange,
             return job, request, None
         if request.stream or not request.background:
             subscription = await event_bus().subscribe(job.id)
-        await services.response_start(job)
+        sent = await services.response_start(job)
         started = True
+        if subscription is not None:  # its client may give up before a worker starts it
+            subscription.withdraw = partial(_withdrawn, job, sent, admission)
     finally:
         if not started:
             if subscription is not None:
@@ -82,6 +85,16 @@ async def create(authorization: str | None, body: bytes, exchange,
             if admission.limited:  # no run will settle it
                 await run_db(ratelimit.cancel, admission)
     return job, request, subscription
+
+
+async def _withdrawn(job, sent, admission) -> bool:
+    """The run taken back (relay.first_entry: no worker started it in time), and its
+    admission released (no run will settle it); whether it was still waiting."""
+    if not await services.response_withdraw(job, sent):
+        return False
+    if admission.limited:
+        await run_db(ratelimit.cancel, admission)
+    return True
 
 
 def parse_body(body: bytes):

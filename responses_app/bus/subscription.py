@@ -33,6 +33,8 @@ class Subscription:
         self._on_close = on_close
         self.ended = False  # its last entry (an end or an error) is queued: nothing to read
         self.direct = None  # see the class docstring
+        # set by the run's creator: takes the run back if no worker took it yet (relay.py)
+        self.withdraw = None
         self._taken_at = 0.0  # loop time of the last entry `direct` took
         self._timer: asyncio.TimerHandle | None = None  # the wait's keep-alive
 

@@ -19,6 +19,10 @@ class InProcessRunner:
     async def send(self, job: Job) -> None:
         self.threads.submit(_run, job.id, job if job.carried else None, tracing.carrier())
 
+    async def withdraw(self, message) -> bool:
+        """A run handed to a thread is not taken back: it starts once a thread is free."""
+        return False
+
     def resend(self, response_id: str) -> None:
         self.threads.submit(_run, response_id, None)
 
