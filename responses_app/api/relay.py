@@ -66,7 +66,7 @@ async def first_entry(subscription, what: str = "response") -> Entry:
 
 
 async def _withdrawn(subscription) -> bool:
-    withdraw = getattr(subscription, "withdraw", None)
+    withdraw = subscription.withdraw
     if withdraw is None:
         return False
     try:
