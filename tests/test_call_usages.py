@@ -21,7 +21,8 @@ def compacted_translator():
                                                          now=lambda: CREATED))
     t.start()
     _, item = t.open_compaction("unfinished")
-    t.compaction_done(item, "sealed", SUMMARY)
+    t.count_call(SUMMARY)
+    t.compaction_done(item, "sealed")
     return t
 
 

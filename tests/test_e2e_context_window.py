@@ -2,7 +2,8 @@
 context_length_exceeded against a route's window, server-side compaction
 (context_management) streamed first, its summary call cancelled or broken mid-stream (closed,
 and counted once), and the Agents SDK's compaction session, with the exact requests the fake
-upstream received (the deployment: tests/context_deployment.py)."""
+upstream received (the deployment: tests/context_deployment.py). A count that fails and a
+run that crashes in its context phase: test_e2e_context_failures.py."""
 import time
 
 import pytest
@@ -139,65 +140,6 @@ def test_crossing_the_threshold_compacts_first_and_streams_the_compaction(
     assert chats(clean_upstream)[0]["messages"] == [
         {"role": "system", "content": COMPACTION_PREFIX + summary}, user("six"),
         {"role": "assistant", "content": answer}, user("seven")]
-
-
-def test_a_run_crashed_after_its_compaction_is_a_500_to_a_client_waiting_for_it(
-        windowed, api, clean_upstream):
-    """The run's count after its compaction fails (the fake's /tokenize answers 500), which
-    the run does not handle: its crash path, with no event out to its client, who waits
-    for the whole answer. That client gets a 500 in OpenAI's shape (before: a 502, as for
-    an upstream's failure); the response is stored failed, its usage the summary call's
-    (its usage chunk), recorded once."""
-    import psycopg
-
-    from tests.fake_upstream import FAKE_COUNT_FAILURE
-
-    before = {row[0] for row in stored_rows(windowed)}
-    reply = api.post("/responses", json={
-        "model": "fake-echo", "input": f"{FAKE_COUNT_FAILURE} one two",
-        "context_management": [{"type": "compaction", "compact_threshold": 2}]})
-    [(response_id, status, _, resource)] = [row for row in stored_rows(windowed)
-                                            if row[0] not in before]
-    assert (reply.status_code, reply.json()) == (500, {"error": {
-        "message": f"Response {response_id} failed: The server had an error while "
-                   "processing your request.",
-        "type": "server_error", "param": None, "code": "server_error"}})
-    assert reply.headers["content-type"] == "application/json"
-    assert [r["path"] for r in clean_upstream.requests()] == [
-        "/tokenize", "/v1/chat/completions", "/tokenize"]
-    assert (status, resource["error"], [i["type"] for i in resource["output"]]) == (
-        "failed", {"code": "server_error",
-                   "message": "The server had an error while processing your request."},
-        ["compaction"])
-    assert resource["usage"] == usage(12, 3)  # the summary's usage chunk
-    with psycopg.connect(windowed.env["DATABASE_URL"]) as database:
-        assert database.execute(
-            "SELECT status, input_tokens, output_tokens FROM accounting_responseusage"
-            " WHERE response_id = %s", (response_id,)).fetchall() == [("failed", 12, 3)]
-
-
-def test_a_run_crashed_before_anything_is_a_bare_500_and_stores_nothing(
-        windowed, api, clean_upstream):
-    """The run's first count fails (its input holds the fake's failing marks): its crash
-    path before any event and before any upstream call answered. The client waiting for
-    the whole answer gets a 500 in OpenAI's shape; nothing is stored or charged."""
-    import psycopg
-
-    from tests.fake_upstream import COMPACTED_MARK, FAKE_COUNT_FAILURE
-
-    def usage_rows():
-        with psycopg.connect(windowed.env["DATABASE_URL"]) as database:
-            return database.execute("SELECT * FROM accounting_responseusage").fetchall()
-
-    before, charged = stored_rows(windowed), usage_rows()
-    reply = api.post("/responses", json={
-        "model": "fake-echo", "input": f"{FAKE_COUNT_FAILURE} {COMPACTED_MARK}",
-        "context_management": [{"type": "compaction", "compact_threshold": 1000}]})
-    assert (reply.status_code, reply.json()) == (500, {"error": {
-        "message": "The server had an error while processing your request.",
-        "type": "server_error", "param": None, "code": "server_error"}})
-    assert [r["path"] for r in clean_upstream.requests()] == ["/tokenize"]
-    assert (stored_rows(windowed), usage_rows()) == (before, charged)
 
 
 def usage(input_tokens: int, output_tokens: int) -> dict:

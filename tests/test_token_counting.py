@@ -6,10 +6,11 @@ from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
 from tokenizers.pre_tokenizers import Whitespace
 
-from tests.fake_upstream import FAKE_MAX_MODEL_LEN
+from tests.fake_upstream import COMPACTED_MARK, FAKE_COUNT_FAILURE, FAKE_MAX_MODEL_LEN
 from upstreams.routing import Route
-from upstreams.token_counting import (TokenCount, context_window, count_chat_tokens,
-                                      count_text, forget_windows, render_chat)
+from upstreams.token_counting import (CountFailed, TokenCount, context_window,
+                                      count_chat_tokens, count_text, forget_windows,
+                                      render_chat)
 
 TEXT = "the quick brown fox jumps over the lazy dog, twice: the quick brown fox"
 CHAT = {"model": "fake-echo", "messages": [
@@ -70,6 +71,17 @@ def test_it_asks_llama_cpp_tokenize_with_the_rendered_text(clean_upstream):
     assert counted == TokenCount(len(render_chat(CHAT).split()), "llamacpp")
     assert [r["body"] for r in clean_upstream.requests()] == [
         {"content": render_chat(CHAT), "add_special": False}]
+
+
+def test_a_tokenize_that_fails_is_count_failed_naming_the_route_and_the_status(
+        clean_upstream):
+    """The fake's /tokenize answers 500 on these marks: the failure says which route's call
+    failed and how (its status, not httpx's text with the upstream's URL)."""
+    chat = {"model": "fake-echo", "messages": [
+        {"role": "user", "content": f"{FAKE_COUNT_FAILURE} {COMPACTED_MARK}"}]}
+    with pytest.raises(CountFailed) as failed:
+        count_chat_tokens(route("vllm", clean_upstream.base_url), chat)
+    assert str(failed.value) == "upstream route 'r': /tokenize answered HTTP 500"
 
 
 @pytest.mark.parametrize("counter, window, expected", [

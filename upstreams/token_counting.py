@@ -148,6 +148,9 @@ def _post(route: Route, path: str, payload: dict) -> dict:
                                          **route.request_headers()})
         reply.raise_for_status()
         answer = orjson.loads(reply.content)
+    except httpx.HTTPStatusError as exc:  # its status, not httpx's text (the URL, a link)
+        raise CountFailed(f"upstream route '{route.name}': {path} answered HTTP "
+                          f"{exc.response.status_code}") from exc
     except (httpx.HTTPError, orjson.JSONDecodeError) as exc:
         raise CountFailed(f"upstream route '{route.name}': {path} failed: {exc}") from exc
     if not isinstance(answer, dict):

@@ -24,17 +24,15 @@ class CompactingTranslator(ResponseTranslator):
         self._compaction = item, unfinished
         return events, item
 
-    def compaction_done(self, item: dict, sealed: str, chat_usage: dict | None) -> list[dict]:
-        """The item done with its sealed summary; the summary call's tokens count in the
-        response's usage."""
+    def compaction_done(self, item: dict, sealed: str) -> list[dict]:
+        """The item done with its sealed summary (its call counted already: count_call)."""
         self._compaction = None
         item["encrypted_content"] = sealed
-        self._usages.add_call(chat_usage)
         return [self._compaction_closed(item)]
 
     def count_call(self, chat_usage: dict | None) -> None:
-        """A summary call that wrote no summary (cut, or with no content), with its usage
-        if it spent any: counted in the response's usage all the same."""
+        """A summary call that ended (completed, cut, or with no content), with its usage if
+        it spent any: counted in the response's usage, whatever becomes of its summary."""
         self._usages.add_call(chat_usage)
 
     def _close_all(self, status) -> list[dict]:

@@ -1,0 +1,172 @@
+"""A run's context phase failing, on the production path (the deployment:
+tests/context_deployment.py): the route's token counter failing (the fake's /tokenize
+answers 500 on messages holding FAKE_COUNT_FAILURE and a compaction's summary) is the
+upstream's failure, a 502; a bug of the run's own (a stored item it cannot handle, made so
+by SQL) is its crash, a 500. Either way the tokens spent are counted once, with the exact
+errors, stored rows and upstream requests."""
+import psycopg
+import pytest
+
+from tests.context_deployment import (  # noqa: F401  (fixtures)
+    api, is_unfinished_here, keys, stored_rows, windowed)
+from tests.fake_upstream import COMPACTED_MARK, FAKE_COUNT_FAILURE
+from tests.oracles import check_sse_stream
+
+CRASHED = "The server had an error while processing your request."
+NOT_COUNTED = ("The input tokens could not be counted: upstream route 'echo': /tokenize "
+               "answered HTTP 500.")
+COMPACT_OVER_2 = [{"type": "compaction", "compact_threshold": 2}]
+
+
+def usage(input_tokens: int, output_tokens: int) -> dict:
+    return {"input_tokens": input_tokens,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens": output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": input_tokens + output_tokens}
+
+
+def sql(deployment, statement: str, *args) -> list:
+    with psycopg.connect(deployment.env["DATABASE_URL"]) as database:
+        cursor = database.execute(statement, args)
+        return cursor.fetchall() if cursor.description else []
+
+
+def charged(deployment, response_id: str) -> list:
+    return sql(deployment, "SELECT status, input_tokens, output_tokens FROM "
+                           "accounting_responseusage WHERE response_id = %s", response_id)
+
+
+def new_row(deployment, before: set) -> tuple:
+    [row] = [row for row in stored_rows(deployment) if row[0] not in before]
+    return row
+
+
+# --- the counter fails: the upstream's failure ---------------------------------------------
+
+def test_a_count_failed_after_its_compaction_is_a_502_to_a_client_waiting_for_it(
+        windowed, api, clean_upstream):
+    """The count after the compaction fails: the response is out (its compaction item), so
+    it fails in its stream as for an upstream's failure mid-stream, and its client waiting
+    for the whole answer gets a 502 naming it; its usage is the summary call's, once."""
+    before = {row[0] for row in stored_rows(windowed)}
+    reply = api.post("/responses", json={
+        "model": "fake-echo", "input": f"{FAKE_COUNT_FAILURE} one two",
+        "context_management": COMPACT_OVER_2})
+    response_id, status, _, resource = new_row(windowed, before)
+    assert (reply.status_code, reply.json()) == (502, {"error": {
+        "message": f"Response {response_id} failed: {NOT_COUNTED}",
+        "type": "server_error", "param": None, "code": "server_error"}})
+    assert [r["path"] for r in clean_upstream.requests()] == [
+        "/tokenize", "/v1/chat/completions", "/tokenize"]
+    [compaction] = resource["output"]
+    assert (status, resource["error"], compaction["type"]) == (
+        "failed", {"code": "server_error", "message": NOT_COUNTED}, "compaction")
+    assert not is_unfinished_here(compaction)  # its summary was written: it stands
+    assert resource["usage"] == usage(12, 3)  # the summary's usage chunk
+    assert charged(windowed, response_id) == [("failed", 12, 3)]
+
+
+def test_a_count_failed_after_its_compaction_fails_the_stream(windowed, api, clean_upstream):
+    reply = api.post("/responses", json={
+        "model": "fake-echo", "input": f"{FAKE_COUNT_FAILURE} one two",
+        "context_management": COMPACT_OVER_2, "stream": True})
+    events, final = check_sse_stream(reply.content)
+    assert [e["type"] for e in events] == [
+        "response.created", "response.in_progress", "response.output_item.added",
+        "response.compaction.compacting", "response.output_item.done", "response.failed"]
+    assert (final["status"], final["error"], final["usage"]) == (
+        "failed", {"code": "server_error", "message": NOT_COUNTED}, usage(12, 3))
+    assert final["output"] == [events[4]["item"]]
+    assert api.get(f"/responses/{final['id']}").json() == final
+    assert charged(windowed, final["id"]) == [("failed", 12, 3)]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_count_failed_before_anything_is_a_502_and_stores_nothing(
+        windowed, api, clean_upstream, stream):
+    """The run's first count fails: before any event and any upstream call answered, as an
+    upstream refusing the run's call, the client (streaming or not) gets a 502; nothing is
+    stored or charged."""
+    before, spent = stored_rows(windowed), sql(windowed, "SELECT * FROM accounting_responseusage")
+    reply = api.post("/responses", json={
+        "model": "fake-echo", "input": f"{FAKE_COUNT_FAILURE} {COMPACTED_MARK}",
+        "context_management": [{"type": "compaction", "compact_threshold": 1000}],
+        "stream": stream})
+    assert (reply.status_code, reply.json()) == (502, {"error": {
+        "message": NOT_COUNTED, "type": "server_error", "param": None,
+        "code": "upstream_error"}})
+    assert [r["path"] for r in clean_upstream.requests()] == ["/tokenize"]
+    assert (stored_rows(windowed), sql(windowed, "SELECT * FROM accounting_responseusage")) == (
+        before, spent)
+
+
+def test_a_background_response_whose_count_failed_is_stored_failed(
+        windowed, api, clean_upstream):
+    created = api.post("/responses", json={
+        "model": "fake-echo", "input": f"{FAKE_COUNT_FAILURE} {COMPACTED_MARK}",
+        "context_management": [{"type": "compaction", "compact_threshold": 1000}],
+        "background": True}).json()
+    from tests.test_e2e_durable import wait_status
+
+    failed = wait_status(api, created["id"], {"failed", "completed", "cancelled"})
+    assert (failed["status"], failed["error"], failed["output"]) == (
+        "failed", {"code": "server_error", "message": NOT_COUNTED}, [])
+    assert [r["path"] for r in clean_upstream.requests()] == ["/tokenize"]
+
+
+# --- the run's own bug: its crash ----------------------------------------------------------
+
+def test_a_run_crashed_after_its_compaction_is_a_500_to_a_client_waiting_for_it(
+        windowed, api, clean_upstream):
+    """A stored message given a list for a `call_id` (by SQL; nothing the API stores): the
+    chat request ignores it, the compaction's sealing hashes it (compaction_items.
+    carried_items) and the run crashes once its summary call answered, with no event out
+    to its client, who waits for the whole answer. That client gets a 500 in OpenAI's
+    shape; the response is stored failed, its compaction unfinished, its usage the summary
+    call's (its usage chunk), recorded once."""
+    first = api.post("/responses", json={"model": "fake-echo", "input": "one two"}).json()
+    sql(windowed, "UPDATE responses SET input_items = jsonb_set(input_items, '{0,call_id}',"
+                  " '[]') WHERE id = %s", first["id"])
+    clean_upstream.clear()
+    before = {row[0] for row in stored_rows(windowed)}
+    reply = api.post("/responses", json={"model": "fake-echo", "input": "three",
+                                         "previous_response_id": first["id"],
+                                         "context_management": COMPACT_OVER_2})
+    response_id, status, _, resource = new_row(windowed, before)
+    assert (reply.status_code, reply.json()) == (500, {"error": {
+        "message": f"Response {response_id} failed: {CRASHED}",
+        "type": "server_error", "param": None, "code": "server_error"}})
+    assert reply.headers["content-type"] == "application/json"
+    assert [r["path"] for r in clean_upstream.requests()] == [
+        "/tokenize", "/v1/chat/completions"]
+    [compaction] = resource["output"]
+    assert (status, resource["error"], compaction["type"]) == (
+        "failed", {"code": "server_error", "message": CRASHED}, "compaction")
+    assert is_unfinished_here(compaction)
+    assert resource["usage"] == usage(12, 3)  # the summary's usage chunk
+    assert charged(windowed, response_id) == [("failed", 12, 3)]
+
+
+def test_a_run_crashed_before_anything_is_a_bare_500_and_stores_nothing(
+        windowed, api, clean_upstream):
+    """A stored user message whose text is a list (by SQL) beside an image: the chat
+    request carries it as a part, and the default route's counter (the estimate, asked by
+    `context_management`) cannot render it: the run crashes before any event and any
+    upstream call. The client waiting for the whole answer gets a 500 in OpenAI's shape;
+    nothing is stored or charged."""
+    first = api.post("/responses", json={"model": "fake-plain", "input": [
+        {"role": "user", "content": [{"type": "input_text", "text": "look"},
+                                     {"type": "input_image",
+                                      "image_url": "https://img.example/cat.png"}]}]}).json()
+    sql(windowed, "UPDATE responses SET input_items = jsonb_set(input_items,"
+                  " '{0,content,0,text}', '[\"look\"]') WHERE id = %s", first["id"])
+    clean_upstream.clear()
+    before, spent = stored_rows(windowed), sql(windowed, "SELECT * FROM accounting_responseusage")
+    reply = api.post("/responses", json={
+        "model": "fake-plain", "input": "and now?", "previous_response_id": first["id"],
+        "context_management": [{"type": "compaction", "compact_threshold": 1000}]})
+    assert (reply.status_code, reply.json()) == (500, {"error": {
+        "message": CRASHED, "type": "server_error", "param": None, "code": "server_error"}})
+    assert clean_upstream.requests() == []
+    assert (stored_rows(windowed), sql(windowed, "SELECT * FROM accounting_responseusage")) == (
+        before, spent)
