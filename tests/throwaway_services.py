@@ -207,6 +207,13 @@ def provide_services(environ) -> list:
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_load_initial_conftests(early_config):
-    for cleanup in reversed(provide_services(os.environ)):  # add_cleanup's run last-in first
-        early_config.add_cleanup(cleanup)
+    if not _xdist_controller(early_config):  # it runs no test: its workers start their own
+        for cleanup in reversed(provide_services(os.environ)):  # last-in first
+            early_config.add_cleanup(cleanup)
     return (yield)
+
+
+def _xdist_controller(early_config) -> bool:
+    """Whether this process hands the tests to pytest-xdist's workers (`-n N`, N > 0)."""
+    return bool(getattr(early_config.known_args_namespace, "numprocesses", None)) \
+        and not os.environ.get("PYTEST_XDIST_WORKER")
