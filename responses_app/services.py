@@ -44,8 +44,11 @@ def response_prepare(tenant: Tenant, create: CreateRequest,
     """Check the request against what is stored and build the queued response's job, which
     is also its row (pure unless `needs_lookups`). Its run's message carries it
     (`job.carried`, and the run writes the row) when a client waits for its first event,
-    the run reads nothing stored and the job fits a message; a background run waits for
-    its claim (cancelled while queued, it must never reach the upstream). `context`
+    the run reads nothing stored and the job fits a message; otherwise, when a client
+    waits (`job.awaited`: not background), the message says so (delivery.jobs.Awaited), so
+    that its run gives up on its claim through a database outage in time. A background run
+    waits for its claim (cancelled while queued, it must never reach the upstream), through
+    an outage too (its client holds its id, or follows its stream). `context`
     travels with the run (request id, what its admission must settle)."""
     if create.params.get("prompt"):
         apply_prompt(tenant, create)
@@ -78,7 +81,8 @@ def response_prepare(tenant: Tenant, create: CreateRequest,
         created_at=datetime.fromtimestamp(created_at, timezone.utc),
         request=_run_request(create, context, history),
         input_items=input_items, resource=resource)
-    job.carried = not (create.background or needs_lookups(create)) and job.carriable()
+    job.awaited = not create.background  # its run's message says so when it has no job
+    job.carried = job.awaited and not needs_lookups(create) and job.carriable()
     return job
 
 

@@ -10,7 +10,9 @@ is lost or generated twice:
   queued, its claims fail and give the run back instead of hanging; the link back, it is
   generated once and completes. A foreground response (its worker writes its row as it
   claims it) is answered 503 once its claim has waited DATABASE_WAIT_SECONDS, and never
-  runs: the link back, it has no row and the upstream got nothing more;
+  runs: the link back, it has no row and the upstream got nothing more; so is one whose
+  row the web wrote (a job too large for its message), HTTP or WebSocket, its row removed
+  once the link is back;
 - the database turned read-only (a standby, a full disk's protection): a 503, nothing
   stored (background creates, whose row the web writes); writable again, served;
 - the upstream accepting the connection and never answering: the (background) response
@@ -26,6 +28,7 @@ Needs root (network namespaces): skipped without, failed instead under CI=true.
 """
 import json
 import os
+import time
 
 import httpx
 import psycopg
@@ -33,6 +36,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
+from responses_app.delivery.jobs import MAX_JOB_BYTES
 from tests.hosts_cluster import POSTGRES_PORT, WEB_PORT, Cluster, cluster_workdir
 from tests.netns import Network, namespaces_available
 from tests.invariants import check_stream
@@ -257,3 +261,58 @@ def test_workers_cut_silently_from_postgres_run_the_response_once_it_is_back(clu
     assert rows_with_input(cluster, "foreground cut") == []
     assert upstream_count(cluster, "workers cut") == 1
     assert upstream_count(cluster, "foreground cut") == upstream_during
+
+
+def test_a_client_whose_row_the_web_wrote_is_answered_503_when_no_worker_can_claim_it(cluster):
+    """A foreground run too large for its message (MAX_JOB_BYTES), or one that reads stored
+    state (a chain): the web writes its row and the message is its id. The workers cut from Postgres,
+    its claim is given up on DATABASE_WAIT_SECONDS after the run started, as a carried
+    run's is: its client (HTTP, streamed or not, and a WebSocket turn) is answered the same
+    503 then, not "No worker started this response in time" after UPSTREAM_TIMEOUT +
+    UPSTREAM_CONNECT_TIMEOUT (20 s here: what it got before, its run then generated once
+    the link was back); the link back, its row is removed and the upstream got nothing."""
+    database = cluster.data.address("back")
+    web = cluster.webs[0]
+    large = "x" * MAX_JOB_BYTES
+    answers, waited = [], []
+    with cluster.client(web) as client:
+        chained = client.post("/responses", json={"model": "fake-text",
+                                                  "input": "chained to"}).json()
+        for worker in cluster.workers:
+            worker.drop(database, POSTGRES_PORT)
+        try:
+            for body in ({"input": f"web row 1 {large}"},
+                         {"input": f"web row 2 {large}", "stream": True},
+                         {"input": "web row 3", "previous_response_id": chained["id"]}):
+                started = time.monotonic()
+                with client.stream("POST", "/responses",
+                                   json={"model": "fake-text", **body}) as answer:
+                    answer.read()  # a stream's failed start: a JSON error, no event
+                waited.append(time.monotonic() - started)
+                answers.append((answer.status_code, answer.headers.get("retry-after"),
+                                answer.json()))
+            with connect(f"ws://{web.address('front')}:{WEB_PORT}/v1/responses",
+                         open_timeout=10, max_size=None, additional_headers={
+                             "Authorization": f"Bearer {cluster.api_key}"}) as ws:
+                started = time.monotonic()
+                ws.send(json.dumps({"type": "response.create", "model": "fake-text",
+                                    "input": f"web row 4 {large}"}))
+                frame = json.loads(ws.recv(30))
+                waited.append(time.monotonic() - started)
+            rows = rows_with_input(cluster, "web row ")  # the rows the web wrote, unclaimed
+        finally:
+            for worker in cluster.workers:
+                worker.undrop(database, POSTGRES_PORT)
+    message = f"The database did not answer within {WAIT_SECONDS} s; retry shortly."
+    error = {"message": message, "type": "server_error", "param": None,
+             "code": "service_unavailable"}
+    assert answers == [(503, "5", {"error": error})] * 3
+    assert frame == {"type": "error", "status": 503,
+                     "error": {**error, "headers": {"retry-after": "5"}}}
+    assert max(waited) < WAIT_SECONDS + 3, waited
+    assert [status for _, status in rows] == ["queued"] * 4
+    ids = [response_id for response_id, _ in rows]
+    wait_for(lambda: not any(i in run_messages(cluster.redis()) for i in ids),
+             "the abandoned runs to settle", timeout=60)
+    assert rows_with_input(cluster, "web row ") == []
+    assert upstream_count(cluster, "web row ") == 0

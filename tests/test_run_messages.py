@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 import orjson
 
 from responses_app.delivery.jobs import (
-    JOB_COLUMNS, MAX_JOB_BYTES, Job, job_of_message, parse_run_message, run_message)
+    JOB_COLUMNS, MAX_JOB_BYTES, Awaited, Job, job_of_message, parse_run_message, run_message)
 from responses_app.delivery.redelivery import resent_form
 
 JOB = {"tenant_id": 7, "model": "m", "store": True, "background": False,
@@ -92,3 +92,23 @@ def test_only_a_job_a_message_can_carry_is_carriable():
     assert Job.of_columns("resp_1", large).carriable() is False
     beyond_64_bits = {**JOB, "request": {**JOB["request"], "params": {"seed": 2 ** 70}}}
     assert Job.of_columns("resp_1", beyond_64_bits).carriable() is False
+
+
+def test_a_job_the_web_wrote_for_a_waiting_client_says_so_and_goes_back_abandoned():
+    context = {"request_id": "req_1", "api_key_id": 3, "limited": True, "slot": "s",
+               "estimated_tokens": 70000}
+    job = Job.of_columns("resp_1", {**JOB, "request": {**JOB["request"], "context": context}})
+    assert job.message() == b"resp_1"  # no client waits: the id alone
+    job.awaited = True
+    trace = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+    message = job.message(trace)
+    awaited = {"tenant_id": 7, "model": "m", "context": context}
+    assert orjson.loads(message) == {"id": "resp_1", "job": None, "awaited": awaited,
+                                     "trace": trace}
+    assert job_of_message(message) == ("resp_1", Awaited("resp_1", 7, "m", context), trace)
+    assert resent_form(message) == message  # given back by the watchdog: the same
+    abandoned = resent_form(message, abandoned=True)
+    assert orjson.loads(abandoned) == {"id": "resp_1", "job": None, "awaited": awaited,
+                                       "abandoned": True, "trace": trace}
+    assert resent_form(abandoned) == abandoned  # its copy, given back again
+    assert job_of_message(abandoned)[1] == Awaited("resp_1", 7, "m", context, abandoned=True)

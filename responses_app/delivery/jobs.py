@@ -7,12 +7,14 @@ the id, after the web wrote the job as the row (lifecycle.insert_response), or, 
 that may start before its claim is confirmed, the id with the job's columns and creation
 time (serialized here, once), and the run writes the row as it claims it
 (lifecycle.claim_carried). A run whose message has no job reads the same columns back with
-its claim. A message given back to the queue (redelivery.py) keeps its job, marked
-`resent`: its run claims before it calls the upstream; or marked `abandoned` (a run whose
-claim met a database outage, its client answered 503: worker/run_abandon.py): its run
-never runs, it only removes the row the lost claim may have written. When
-tracing is on the message also carries the request's trace context (W3C headers), so the
-run continues the request's trace.
+its claim; when a client waits for its first event (`Awaited`), its message says so, with
+what the run needs to answer that client without its row. A message given back to the
+queue (redelivery.py) keeps its job, marked `resent`: its run claims before it calls the
+upstream; or marked `abandoned` (a run whose claim met a database outage, its client
+answered 503: worker/run_abandon.py): its run never runs, it only removes the row the
+lost claim may have written (or the web wrote). When tracing is on the message also
+carries the request's trace context (W3C headers), so the run continues the request's
+trace.
 Another kind of run rides the same queue with its own message field (a chat completion's:
 `"chat"`): its app registers the field, how to read its job and the dotted path of its run
 function (register_message_kind, from the app's `ready()`), so this floor imports no app
@@ -80,6 +82,8 @@ class Job:
     resent: bool = False  # its message was given back: the run claims before it calls
     abandoned: bool = False  # its client was answered 503 (its claim met a database
     # outage): its run only removes the row its claim may have written, and never runs
+    awaited: bool = False  # a client waits for its first event (not background): a
+    # message without the job says so (`Awaited`)
     encoded: bytes | None = field(default=None, repr=False, compare=False)  # its columns'
     # JSON, kept by `carriable` for its message (encoded once)
 
@@ -109,11 +113,39 @@ class Job:
 
     def message(self, trace: dict | None = None, resent: bool = False) -> bytes:
         """The run queue's message for this job's run (with the trace context `trace`)."""
+        if not self.carried and self.awaited:
+            return Awaited(self.id, self.tenant_id, self.model, self.context).message(trace)
         columns = None
         if self.carried:
             columns = self.columns() if self.encoded is None else orjson.Fragment(self.encoded)
         return run_message(self.id, columns, trace, created_at=self.created_at, resent=resent,
                            abandoned=self.abandoned)
+
+
+@dataclass
+class Awaited:
+    """The run of a response whose row the web wrote (its message has no job) while a client
+    waits for its first event: what its message adds to its id, so that the run can answer
+    that client without reading the row (its tenant, model and admission context). Its
+    claim, as a carried run's, is tried again through a database outage only until
+    DATABASE_WAIT_SECONDS after the run started; then the run is abandoned, its client
+    answered 503 (worker/run_abandon.py), and the copy given back `abandoned` removes the
+    row once the database answers."""
+
+    id: str
+    tenant_id: int
+    model: str
+    context: dict
+    abandoned: bool = False
+
+    def message(self, trace: dict | None = None, resent: bool = False) -> bytes:
+        """Its run queue message (given back, `resent` adds nothing: an id-only run always
+        claims before it calls the upstream)."""
+        fields = {"id": self.id, "job": None, "awaited": {
+            "tenant_id": self.tenant_id, "model": self.model, "context": self.context}}
+        if self.abandoned:
+            fields["abandoned"] = True
+        return _encoded(fields, trace) or run_message(self.id, None, trace)
 
 
 def run_message(response_id: str, columns: dict | orjson.Fragment | None = None,
@@ -159,15 +191,18 @@ def parse_run_message(message: bytes) -> tuple[str, dict | None]:
     return parsed["id"], parsed.get("job")
 
 
-def job_of_message(message: bytes) -> tuple[str, Job | None, dict | None]:
-    """(response id, the job it carries or None, the trace context it carries or None)."""
+def job_of_message(message: bytes) -> tuple[str, Job | Awaited | None, dict | None]:
+    """(response id, the job it carries, or what it says of a run whose client waits
+    (`Awaited`), or None; the trace context it carries or None)."""
     parsed = _parsed(message)
     for kind in MESSAGE_KINDS.values():  # another kind of run (e.g. chat_completions/jobs.py)
         if kind.field in parsed:
             return parsed["id"], kind.job_of(parsed), parsed.get("trace")
     response_id, columns = parsed["id"], parsed["job"]
     job = None
-    if columns is not None:
+    if columns is None and "awaited" in parsed:
+        job = Awaited(response_id, **parsed["awaited"], abandoned=parsed.get("abandoned", False))
+    elif columns is not None:
         job = Job.of_columns(response_id, columns, True)
         job.resent = parsed.get("resent", False)
         job.abandoned = parsed.get("abandoned", False)

@@ -18,15 +18,16 @@ heartbeat late) stays known, so whatever it takes afterwards is found if it then
 Messages given back are marked `resent` (jobs.py): their run claims the response before it
 calls the upstream, so a worker that only looked dead (a partition) and a worker running
 the message again cannot both call it. One that carries its job keeps it: its row may not
-be written yet (its run writes it as it claims it). A run whose claim met a database
-outage for DATABASE_WAIT_SECONDS gives its message back marked `abandoned` before its
-client is answered 503 (worker/run_abandon.py): from then on no copy of it can run, and
-the copy that is left removes the row the lost claim may have written.
+be written yet (its run writes it as it claims it). A run whose client waits (its message
+carries its job, or says so: jobs.Awaited) and whose claim met a database outage for
+DATABASE_WAIT_SECONDS gives its message back marked `abandoned` before its client is
+answered 503 (worker/run_abandon.py): from then on no copy of it can run, and the copy
+that is left removes the row the lost claim may have written, or the web wrote.
 """
 import logging
 import time
 
-from .jobs import RUN_QUEUE_KEY, Job, job_of_message, run_message
+from .jobs import RUN_QUEUE_KEY, Awaited, Job, job_of_message, run_message
 
 log = logging.getLogger(__name__)
 
@@ -70,11 +71,12 @@ def processing_key(worker: str) -> str:
 
 def resent_form(message: bytes, abandoned: bool = False) -> bytes:
     """The message as it goes back to the queue: marked resent (its run claims first), and
-    abandoned if it was or `abandoned` (a message that carries its job)."""
+    abandoned if it was or `abandoned` (a message that carries its job, or says that a
+    client waits for its run: jobs.Awaited)."""
     response_id, job, trace = job_of_message(message)
     if job is None:
         return run_message(response_id, None, trace)
-    if isinstance(job, Job):  # a chat run's (ChatJob) claims no row: never abandoned
+    if isinstance(job, (Job, Awaited)):  # a chat run's (ChatJob) claims no row: never abandoned
         job.abandoned = job.abandoned or abandoned
     return job.message(trace, resent=True)
 

@@ -114,7 +114,8 @@ def discard_unstarted(response_id: str) -> None:
 
 def discard_abandoned(response_id: str) -> bool:
     """The row a run abandoned while claiming may have written (its claim's statement
-    committed as its connection failed) is removed; whether there was one."""
+    committed as its connection failed), or the web wrote for it (queued, or claimed by
+    such a statement), is removed; whether there was one."""
     return bool(StoredResponse.objects.filter(
         id=response_id, status__in=(ResponseStatus.QUEUED, ResponseStatus.IN_PROGRESS))
         .delete()[0])

@@ -7,8 +7,9 @@
    stores and charges nothing before it is (one that does not get it closes its upstream
    call at once and leaves no trace); a resent one (given back to the queue), or one
    sent while this process's last statement met an outage, claims first. A claim that
-   meets a database outage: an id-only one goes back to the queue (its run waits for
-   the database); one that carries its job (its client waits) is tried again until
+   meets a database outage: an id-only one with no client waiting (a background run)
+   goes back to the queue (its run waits for the database); one whose client waits (its
+   message carries its job, or says so: delivery.jobs.Awaited) is tried again until
    DATABASE_WAIT_SECONDS, then the run is abandoned, its client answered 503, and it
    never runs (run_abandon.py);
 2. streaming, with the tool loop: the upstream's chunks become the response's events on
@@ -37,14 +38,14 @@ from mcp_tools.run_plan import mcp_run_plan
 
 from .. import lifecycle
 from ..bus.entries import failure_entry, stamped_entry
-from ..delivery.jobs import MESSAGE_KINDS, Job, run_of_kind
+from ..delivery.jobs import MESSAGE_KINDS, Awaited, Job, run_of_kind
 from . import loop
 from ..delivery.heartbeat import worker_id
 from ..errors import is_backing_service_outage
 from ..lifecycle import database
 from .loop import blocking
 from .run_abandon import abandon, discard
-from .run_claim import Claim, ClaimAbandoned, claimed_by
+from .run_claim import Claim, ClaimAbandoned, claimed_by, job_claimed_by
 from .run_job import RunJob, prepared
 from .run_observer import ObservedRun
 from . import run_store
@@ -58,10 +59,11 @@ def execute_run(response_id: str, job: Job | None = None) -> None:
     loop.run(run_response(response_id, job))
 
 
-async def run_response(response_id: str, carried: Job | None = None,
+async def run_response(response_id: str, carried: Job | Awaited | None = None,
                        settled: Callable[[bool], None] | None = None) -> None:
     """Run the response `response_id`; `carried` is its job when its message carried it (a
-    foreground run that reads nothing stored: no history, no MCP tools). `settled(True)` is
+    foreground run that reads nothing stored: no history, no MCP tools), or what its message
+    says of its waiting client when the web wrote its row (Awaited). `settled(True)` is
     called once its claim is won or lost, `settled(False)` if the claim failed (the run
     queue's acknowledgement; `settled(ABANDONED)` if the run was abandoned: run_abandon.py)."""
     kind = getattr(carried, "kind", None)
@@ -94,17 +96,12 @@ def _ignored(settled: bool) -> None:
     return None
 
 
-async def _claiming(response_id: str, carried: Job | None,
+async def _claiming(response_id: str, carried: Job | Awaited | None,
                     settled: Callable[[bool], None]) -> tuple[RunJob, Streaming] | None:
     """The run's job, ready to stream (None: another run has the response, or it is gone,
     or its claim failed, or it was abandoned)."""
-    if carried is None:
-        job = await _claimed(lifecycle.claim_job(response_id, worker_id()), settled,
-                             response_id)
-        if job is None:
-            return None
-        job, route, mcp_plan = await run_store.prepared(response_id, _prepare, job)
-        return job, Streaming(job, route, mcp_plan, Claim.taken(response_id))
+    if carried is None or isinstance(carried, Awaited):
+        return await _claiming_row(response_id, carried, settled)
     if carried.abandoned:  # its client was answered 503: it never runs
         await discard(response_id, settled)
         return None
@@ -131,7 +128,31 @@ async def _claiming(response_id: str, carried: Job | None,
     return job, Streaming(job, route, None, claim)
 
 
-async def _abandoned(carried: Job, settled: Callable[[bool], None]) -> None:
+async def _claiming_row(response_id: str, awaited: Awaited | None,
+                        settled: Callable[[bool], None]) -> tuple[RunJob, Streaming] | None:
+    """`_claiming` of a run whose row the web wrote: the claim reads its job. Through a
+    database outage, with no client waiting its message goes back to the queue; with one
+    (`awaited`), the claim is tried again until DATABASE_WAIT_SECONDS, then the run is
+    abandoned, as a carried run is."""
+    if awaited is None:
+        claiming = lifecycle.claim_job(response_id, worker_id())
+    elif awaited.abandoned:  # its client was answered 503: it never runs
+        await discard(response_id, settled)
+        return None
+    else:
+        claiming = job_claimed_by(response_id,
+                                  time.monotonic() + settings.DATABASE_WAIT_SECONDS)
+    try:
+        job = await _claimed(claiming, settled, response_id)
+    except ClaimAbandoned:
+        return await _abandoned(awaited, settled)
+    if job is None:
+        return None
+    job, route, mcp_plan = await run_store.prepared(response_id, _prepare, job)
+    return job, Streaming(job, route, mcp_plan, Claim.taken(response_id))
+
+
+async def _abandoned(carried: Job | Awaited, settled: Callable[[bool], None]) -> None:
     """The run of `carried` abandoned before it started (run_abandon.py): None."""
     observed = ObservedRun(carried)
     await abandon(observed, settled, _ended)

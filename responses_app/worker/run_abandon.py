@@ -1,6 +1,8 @@
 """A run abandoned: its client waits for its first event, and its claim (run_claim.py), or
 the route read before it (run.py), met a database outage until DATABASE_WAIT_SECONDS
-after the run started. Its client is
+after the run started; its message carries its job, or says that its client waits
+(delivery.jobs.Awaited: the web wrote its row, and the run knows its client's admission
+from the message). Its client is
 answered the 503 `service_unavailable` (with Retry-After) that any request waiting that
 long for the database gets (errors.database_did_not_answer), and the response never runs: the upstream is not called (or
 the call sent beside the claim is closed), nothing is stored or charged, its admission is
@@ -12,7 +14,10 @@ worker's processing list), so no copy of the run that could run is left anywhere
 then is the 503 published, and the admission settled (after it: settling may read the
 tenant's limits from the database; without them, its slot is still released). The copy left (`discard`) calls no
 upstream: once the database answers, it removes the row the claim may have written (a
-claim whose statement committed as its connection failed), and the message is gone. A
+claim whose statement committed as its connection failed), or the row the web wrote
+(queued, or claimed by that statement), and the message is gone: the response ends as a
+carried one does, with no row (its client never learned its id: the first event carries
+it), as a run the web takes back does (services.response_withdraw). A
 message given back meanwhile by the watchdog (this worker taken for dead) is that copy's
 to answer: the run publishes nothing then. Embedded (no queue), a row that such a claim
 wrote would stay `in_progress`: a known gap.
@@ -68,9 +73,9 @@ async def abandon(observed, settled, ended, writer=None) -> None:
 
 
 async def discard(response_id: str, settled) -> None:
-    """The copy of an abandoned run: remove the row its claim may have written, then settle
-    the message (`settled(True)`); through an outage, the message goes back again
-    (`settled(False)`)."""
+    """The copy of an abandoned run: remove the row its claim may have written (or the web
+    wrote), then settle the message (`settled(True)`); through an outage, the message goes
+    back again (`settled(False)`)."""
     try:
         removed = await blocking(lifecycle.discard_abandoned, response_id)
     except Exception as exc:

@@ -4,10 +4,11 @@ first), or confirmed while the run calls the upstream (a run sent with its job w
 row as claimed meanwhile: lifecycle.claim_carried). Until it is confirmed, the run publishes nothing
 (`gate`); refused, the run stops at once (`on_refused`) and stores and charges nothing.
 
-A run that carries its job has a client waiting for its first event: its claim is tried
-again through a database outage until DATABASE_WAIT_SECONDS after the run started (each
-attempt cut at that deadline), then the run is abandoned (ClaimAbandoned: its client is
-answered 503, run_abandon.py), as a request that waits for the database is.
+A run that carries its job has a client waiting for its first event, as has a run whose
+message says so without its job (delivery.jobs.Awaited: the web wrote its row): its claim
+is tried again through a database outage until DATABASE_WAIT_SECONDS after the run started
+(each attempt cut at that deadline), then the run is abandoned (ClaimAbandoned: its client
+is answered 503, run_abandon.py), as a request that waits for the database is.
 """
 import asyncio
 import itertools
@@ -39,9 +40,22 @@ async def claimed_by(job, deadline: float) -> bool:
     """Write the row of `job` as claimed by this run (lifecycle.claim_carried), tried again
     through a database outage until `deadline` (time.monotonic()); whether the run got it.
     ClaimAbandoned once the time is up; any other error is raised at once."""
+    return await _until(deadline, job.id, lambda: lifecycle.claim_carried(job, worker_id()))
+
+
+async def job_claimed_by(response_id: str, deadline: float):
+    """Take the queued response the web wrote and read its job (lifecycle.claim_job), tried
+    again through a database outage until `deadline`, as `claimed_by`; None if another run
+    has it or it is gone."""
+    return await _until(deadline, response_id,
+                        lambda: lifecycle.claim_job(response_id, worker_id()))
+
+
+async def _until(deadline: float, response_id: str, claim):
+    """`await claim()`, tried again through a database outage until `deadline`."""
     for tried in itertools.count():
         try:
-            return await _attempt(job, deadline)
+            return await _attempt(claim(), deadline, response_id)
         except ClaimAbandoned:
             raise
         except Exception as exc:
@@ -49,17 +63,17 @@ async def claimed_by(job, deadline: float) -> bool:
                 raise
             delay = CLAIM_RETRY_DELAYS[min(tried, len(CLAIM_RETRY_DELAYS) - 1)]
             if time.monotonic() + delay >= deadline:
-                raise ClaimAbandoned(job.id) from exc
-            log.info("run %s: its claim met a database outage (%s); trying again", job.id,
-                     exc)
+                raise ClaimAbandoned(response_id) from exc
+            log.info("run %s: its claim met a database outage (%s); trying again",
+                     response_id, exc)
             await asyncio.sleep(delay)
 
 
-async def _attempt(job, deadline: float) -> bool:
+async def _attempt(statement, deadline: float, response_id: str):
     """One claim statement, awaited until `deadline`. One still running then (a stalled
     link, the pool's wait for a connection) is cancelled without being waited for: psycopg
     cancels a statement in flight on the server first, which can take seconds more."""
-    attempt = asyncio.ensure_future(lifecycle.claim_carried(job, worker_id()))
+    attempt = asyncio.ensure_future(statement)
     try:
         await asyncio.wait((attempt,), timeout=max(deadline - time.monotonic(), 0))
     except BaseException:  # the run itself is cancelled
@@ -69,7 +83,7 @@ async def _attempt(job, deadline: float) -> bool:
         return attempt.result()
     _drop(attempt)
     database.met_outage()
-    raise ClaimAbandoned(job.id)
+    raise ClaimAbandoned(response_id)
 
 
 def _drop(attempt: asyncio.Future) -> None:
