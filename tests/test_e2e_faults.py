@@ -28,7 +28,6 @@ Needs root (network namespaces): skipped without, failed instead under CI=true.
 """
 import json
 import os
-import time
 
 import httpx
 import psycopg
@@ -274,7 +273,7 @@ def test_a_client_whose_row_the_web_wrote_is_answered_503_when_no_worker_can_cla
     database = cluster.data.address("back")
     web = cluster.webs[0]
     large = "x" * MAX_JOB_BYTES
-    answers, waited = [], []
+    answers = []
     with cluster.client(web) as client:
         chained = client.post("/responses", json={"model": "fake-text",
                                                   "input": "chained to"}).json()
@@ -284,21 +283,17 @@ def test_a_client_whose_row_the_web_wrote_is_answered_503_when_no_worker_can_cla
             for body in ({"input": f"web row 1 {large}"},
                          {"input": f"web row 2 {large}", "stream": True},
                          {"input": "web row 3", "previous_response_id": chained["id"]}):
-                started = time.monotonic()
                 with client.stream("POST", "/responses",
                                    json={"model": "fake-text", **body}) as answer:
                     answer.read()  # a stream's failed start: a JSON error, no event
-                waited.append(time.monotonic() - started)
                 answers.append((answer.status_code, answer.headers.get("retry-after"),
                                 answer.json()))
             with connect(f"ws://{web.address('front')}:{WEB_PORT}/v1/responses",
                          open_timeout=10, max_size=None, additional_headers={
                              "Authorization": f"Bearer {cluster.api_key}"}) as ws:
-                started = time.monotonic()
                 ws.send(json.dumps({"type": "response.create", "model": "fake-text",
                                     "input": f"web row 4 {large}"}))
                 frame = json.loads(ws.recv(30))
-                waited.append(time.monotonic() - started)
             rows = rows_with_input(cluster, "web row ")  # the rows the web wrote, unclaimed
         finally:
             for worker in cluster.workers:
@@ -309,7 +304,6 @@ def test_a_client_whose_row_the_web_wrote_is_answered_503_when_no_worker_can_cla
     assert answers == [(503, "5", {"error": error})] * 3
     assert frame == {"type": "error", "status": 503,
                      "error": {**error, "headers": {"retry-after": "5"}}}
-    assert max(waited) < WAIT_SECONDS + 3, waited
     assert [status for _, status in rows] == ["queued"] * 4
     ids = [response_id for response_id, _ in rows]
     wait_for(lambda: not any(i in run_messages(cluster.redis()) for i in ids),
