@@ -2,15 +2,21 @@
 tests/context_deployment.py): the route's token counter failing (the fake's /tokenize
 answers 500 on messages holding FAKE_COUNT_FAILURE and a compaction's summary) is the
 upstream's failure, a 502; a bug of the run's own (a stored item it cannot handle, made so
-by SQL) is its crash, a 500. Either way the tokens spent are counted once, with the exact
-errors, stored rows and upstream requests."""
+by SQL) is its crash, a 500, also when it keeps its job from being prepared (its chat
+request cannot be built: the run crashes before it streams, answered as any crash then).
+Either way the tokens spent are counted once, with the exact errors, stored rows and
+upstream requests."""
+import orjson
 import psycopg
 import pytest
+import redis
 
 from tests.context_deployment import (  # noqa: F401  (fixtures)
     api, is_unfinished_here, keys, stored_rows, windowed)
 from tests.fake_upstream import COMPACTED_MARK, FAKE_COUNT_FAILURE
 from tests.oracles import check_sse_stream
+from tests.test_e2e_durable import wait_for, wait_status
+from tests.websocket_client import error_turn, open_socket
 
 CRASHED = "The server had an error while processing your request."
 NOT_COUNTED = ("The input tokens could not be counted: upstream route 'echo': /tokenize "
@@ -106,8 +112,6 @@ def test_a_background_response_whose_count_failed_is_stored_failed(
         "model": "fake-echo", "input": f"{FAKE_COUNT_FAILURE} {COMPACTED_MARK}",
         "context_management": [{"type": "compaction", "compact_threshold": 1000}],
         "background": True}).json()
-    from tests.test_e2e_durable import wait_status
-
     failed = wait_status(api, created["id"], {"failed", "completed", "cancelled"})
     assert (failed["status"], failed["error"], failed["output"]) == (
         "failed", {"code": "server_error", "message": NOT_COUNTED}, [])
@@ -170,3 +174,97 @@ def test_a_run_crashed_before_anything_is_a_bare_500_and_stores_nothing(
     assert clean_upstream.requests() == []
     assert (stored_rows(windowed), sql(windowed, "SELECT * FROM accounting_responseusage")) == (
         before, spent)
+
+
+# --- the run's own bug before it streams: its job cannot be prepared ----------------------
+
+LIST_TEXT = "TypeError: sequence item 0: expected str instance, list found"  # its traceback's
+BARE_500 = {"error": {"message": CRASHED, "type": "server_error", "param": None,
+                      "code": "server_error"}}
+
+
+@pytest.fixture
+def unbuildable(windowed, api, clean_upstream) -> str:
+    """A stored response whose user message's text is a list (by SQL), with no image: the
+    chat request of a response continuing it cannot be built (run_job.prepared)."""
+    first = api.post("/responses", json={"model": "fake-echo", "input": [
+        {"role": "user", "content": [{"type": "input_text", "text": "look"}]}]}).json()
+    sql(windowed, "UPDATE responses SET input_items = jsonb_set(input_items,"
+                  " '{0,content,0,text}', '[\"look\"]') WHERE id = %s", first["id"])
+    clean_upstream.clear()
+    return first["id"]
+
+
+def crashes_logged(deployment) -> int:
+    return sum(log.read_text().count(LIST_TEXT) for log in deployment.workdir.glob("worker-*"))
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_run_whose_chat_request_cannot_be_built_is_a_bare_500_at_once(
+        windowed, api, clean_upstream, unbuildable, stream):
+    """Its job is read and claimed, its chat request fails to build: the run crashes before
+    any event and any upstream call, as any run crashing then does. Its client (streaming or
+    not) gets a 500 in OpenAI's shape at once (not the watchdog's failure of an orphaned
+    run seconds later); nothing is stored or charged; the crash is logged once, with its
+    traceback; the worker goes on serving."""
+    before, spent = stored_rows(windowed), sql(windowed, "SELECT * FROM accounting_responseusage")
+    logged = crashes_logged(windowed)
+    reply = api.post("/responses", json={"model": "fake-echo", "input": "and now?",
+                                         "previous_response_id": unbuildable, "stream": stream})
+    assert (reply.status_code, reply.json()) == (500, BARE_500)
+    assert reply.headers["content-type"] == "application/json"
+    assert clean_upstream.requests() == []
+    assert (stored_rows(windowed), sql(windowed, "SELECT * FROM accounting_responseusage")) == (
+        before, spent)
+    assert crashes_logged(windowed) == logged + 1
+    after = api.post("/responses", json={"model": "fake-echo", "input": "still here"}).json()
+    assert after["status"] == "completed"
+
+
+def test_a_websocket_turn_whose_chat_request_cannot_be_built_is_an_error_frame(
+        windowed, keys, clean_upstream, unbuildable):
+    with open_socket(windowed, keys[0]) as ws:
+        frame = error_turn(ws, model="fake-echo", input="and now?",
+                           previous_response_id=unbuildable)
+    assert frame == {"type": "error", "status": 500, **BARE_500}
+    assert clean_upstream.requests() == []
+
+
+def test_a_background_response_whose_chat_request_cannot_be_built_is_stored_failed(
+        windowed, api, clean_upstream, unbuildable):
+    created = api.post("/responses", json={"model": "fake-echo", "input": "and now?",
+                                           "previous_response_id": unbuildable,
+                                           "background": True}).json()
+    failed = wait_status(api, created["id"], {"failed", "completed", "cancelled"})
+    assert (failed["status"], failed["error"], failed["output"], failed["usage"]) == (
+        "failed", {"code": "server_error", "message": CRASHED}, [], None)
+    assert charged(windowed, created["id"]) == [("failed", 0, 0)]
+    assert clean_upstream.requests() == []
+
+
+def test_a_carried_run_whose_chat_request_cannot_be_built_answers_its_client(windowed, api):
+    """A run whose message carries its job (its client waits; it reads nothing stored) and
+    whose input its chat request cannot be built from (put on the run queue by hand: the
+    front door lets no such input through): its stream's answer is the bare 500, the row
+    its claim wrote is removed, its message leaves the worker's processing list."""
+    first = api.post("/responses", json={"model": "fake-echo", "input": "look"}).json()
+    [(columns,)] = sql(windowed, "SELECT jsonb_build_object('tenant_id', tenant_id, 'model',"
+                                 " model, 'store', store, 'background', background, 'request',"
+                                 " request, 'resource', resource) FROM responses WHERE id = %s",
+                       first["id"])
+    response_id = "resp_" + "c" * 48
+    job = {**columns, "previous_response_id": None, "conversation_id": None,
+           "request": {**columns["request"], "context": {}},
+           "resource": {**columns["resource"], "id": response_id, "status": "queued"},
+           "input_items": [{"type": "message", "role": "user",
+                            "content": [{"type": "input_text", "text": ["look"]}]}]}
+    client = redis.Redis.from_url(windowed.env["REDIS_URL"])
+    client.lpush("gw:runs", orjson.dumps({"id": response_id, "job": job}))
+    [(entry_id, fields)] = wait_for(lambda: client.xrange(f"gw:events:{response_id}"),
+                                    "the run's answer")
+    assert (entry_id, orjson.loads(fields[b"x"])) == (
+        b"0-1", {"status": 500, "body": BARE_500, "headers": {}})
+    assert sql(windowed, "SELECT id FROM responses WHERE id = %s", response_id) == []
+    wait_for(lambda: not any(client.lrange(key, 0, -1)
+                             for key in client.keys("gw:processing:*")), "the message acked")
+    assert client.llen("gw:runs") == 0

@@ -11,7 +11,10 @@
    goes back to the queue (its run waits for the database); one whose client waits (its
    message carries its job, or says so: delivery.jobs.Awaited) is tried again until
    DATABASE_WAIT_SECONDS, then the run is abandoned, its client answered 503, and it
-   never runs (run_abandon.py);
+   never runs (run_abandon.py). A job that cannot be prepared otherwise than by an
+   outage (our bug: a stored item its chat request cannot be built from) still goes on
+   to stream, `unprepared` (run_job.py): its streaming phase fails at once, as a crash
+   before any event (its client gets a 500, nothing stored; background: stored failed);
 2. streaming, with the tool loop: the upstream's chunks become the response's events on
    the bus (run_streaming.py), until an `Ending`;
 3. storing: the result is committed (lifecycle.store_result) before its terminal event is
@@ -46,7 +49,7 @@ from ..lifecycle import database
 from .loop import blocking
 from .run_abandon import abandon, discard
 from .run_claim import Claim, ClaimAbandoned, claimed_by, job_claimed_by
-from .run_job import RunJob, prepared
+from .run_job import RunJob, prepared, unprepared
 from .run_observer import ObservedRun
 from . import run_store
 from .run_streaming import Ending, Streaming
@@ -106,7 +109,7 @@ async def _claiming(response_id: str, carried: Job | Awaited | None,
         await discard(response_id, settled)
         return None
     deadline = time.monotonic() + settings.DATABASE_WAIT_SECONDS
-    job = prepared(carried)
+    job = _prepared(carried)
     try:  # before the claim: a route table read (every UPSTREAM_ROUTES_CACHE_SECONDS) that
         # meets an outage abandons the run as its claim would, nothing written yet
         route = remembered_route_for_model(job.model) or await blocking(route_for_model,
@@ -182,9 +185,25 @@ async def _claimed(claiming, settled: Callable[[bool], None], response_id: str):
 
 
 def _prepare(job: Job):
-    """The claimed job with its history, its upstream route and MCP plan (database thread)."""
-    job = prepared(job)
-    return job, route_for_model(job.model), mcp_run_plan(job)
+    """The claimed job with its history, its upstream route and MCP plan (database thread);
+    failing (not an outage: run_store tries again), the job `unprepared`, no route or plan."""
+    try:
+        ready = prepared(job)
+        return ready, route_for_model(ready.model), mcp_run_plan(ready)
+    except Exception as exc:
+        if is_backing_service_outage(exc):
+            raise
+        return unprepared(job, exc), None, None
+
+
+def _prepared(job: Job) -> RunJob:
+    """The carried job prepared (it reads nothing stored); failing, `unprepared`."""
+    try:
+        return prepared(job)
+    except Exception as exc:
+        if is_backing_service_outage(exc):
+            raise
+        return unprepared(job, exc)
 
 
 async def _storing(job: RunJob, streaming: Streaming, ending: Ending,

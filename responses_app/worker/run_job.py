@@ -1,5 +1,7 @@
 """What a run works from: its job (jobs.Job, as claimed or as its message carried it) with
-the history it continues and the chat request built from them."""
+the history it continues and the chat request built from them; or, for a job that could not
+be prepared (our bug: a stored item the chat request cannot be built from), the job with
+nothing to send and the error its run fails with at its start (`unprepared`)."""
 import logging
 from dataclasses import dataclass, field, fields
 
@@ -21,6 +23,9 @@ class RunJob(Job):
     items: list = field(default_factory=list)  # the history's items, then the input items
     input_count: int = 0
     upstream_replica: str | None = None  # the replica that served its last upstream call
+    # why it could not be prepared: its streaming phase raises it at once (a crash before
+    # any event: run_streaming.py), so its client is answered as for any crash
+    failure: Exception | None = None
 
     @property
     def response_id(self) -> str:
@@ -50,5 +55,15 @@ def prepared(job: Job) -> RunJob:
     for repair in chat.repairs:
         log.debug("response %s: history repair %s", job.id, repair)
         metrics.HISTORY_REPAIRS.labels(repair).inc()
-    return RunJob(**{name: getattr(job, name) for name in _JOB_FIELDS}, chat=chat,
-                  items=items, input_count=len(job.input_items))
+    return RunJob(**_job_fields(job), chat=chat, items=items, input_count=len(job.input_items))
+
+
+def unprepared(job: Job, failure: Exception) -> RunJob:
+    """The run's job when preparing it failed with `failure` (not a database outage: that
+    is tried again, run_store.py): no history and an empty chat request, never sent; its
+    run fails with `failure` before anything, as a run that crashes does."""
+    return RunJob(**_job_fields(job), chat=ChatRequest(body={}), failure=failure)
+
+
+def _job_fields(job: Job) -> dict:
+    return {name: getattr(job, name) for name in _JOB_FIELDS}

@@ -71,7 +71,9 @@ async def through_outage(response_id: str, what: str, attempt):
 
 async def prepared(response_id: str, prepare, job):
     """`prepare(job)` on a database thread, for a run that won its claim; through an
-    outage. Failing still (GivenUp) or otherwise (raised), the run is given up."""
+    outage. Failing still (GivenUp), or raising what `prepare` did not turn into a job
+    that fails at its start (run.py's `_prepare`: anything but an outage), the run is
+    given up."""
     try:
         return await through_outage(response_id, "preparing",
                                     lambda: blocking(prepare, job))

@@ -187,7 +187,10 @@ class Streaming:
 
     async def _turns(self) -> None:
         """The upstream turns of one response, up to (not including) its end: one turn, or
-        with MCP tools, turns until the model stops calling them."""
+        with MCP tools, turns until the model stops calling them. A job that could not be
+        prepared (run_job.unprepared) fails here, before anything: the run's crash."""
+        if self.job.failure is not None:
+            raise self.job.failure
         body = await fitted_body(self)
         tools = None
         hosted = HostedTools(self.job, self.translator, self.emit)  # web and file search
