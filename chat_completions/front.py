@@ -14,7 +14,7 @@ from accounting import ratelimit
 from observability.request_context import bind_request_id
 from responses_app.api.parsers import parse_json
 from responses_app.api.stream_views import django_response, request_body
-from responses_app.api.streaming import cancel_abandoned
+from responses_app.api.streaming import cancel_abandoned, released, withdrawn
 from responses_app.auth import remembered_principal, resolve_api_key
 from responses_app.bus import event_bus
 from responses_app.db_threads import run_db
@@ -53,24 +53,14 @@ async def create(authorization: str | None, body: bytes, exchange):
         queued = await dispatcher().send(job)
         sent = True
         # its client may give up before a worker starts it (relay.first_entry)
-        subscription.withdraw = partial(_withdrawn, queued, admission)
+        subscription.withdraw = partial(withdrawn, partial(dispatcher().withdraw, queued),
+                                        admission)
     finally:
         if not sent:
             if subscription is not None:
                 subscription.close()
-            if admission.limited:  # no run will settle it
-                await run_db(ratelimit.cancel, admission)
+            await released(admission)  # no run will settle it
     return job, subscription
-
-
-async def _withdrawn(queued, admission) -> bool:
-    """The run taken back before any worker took it, and its admission released (no run
-    will settle it); whether it was still waiting."""
-    if not await dispatcher().withdraw(queued):
-        return False
-    if admission.limited:
-        await run_db(ratelimit.cancel, admission)
-    return True
 
 
 def _admit(authorization, body: bytes, exchange):

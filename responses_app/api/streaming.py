@@ -77,24 +77,31 @@ async def create(authorization: str | None, body: bytes, exchange,
         sent = await services.response_start(job)
         started = True
         if subscription is not None:  # its client may give up before a worker starts it
-            subscription.withdraw = partial(_withdrawn, job, sent, admission)
+            subscription.withdraw = partial(
+                withdrawn, partial(services.response_withdraw, job, sent), admission)
     finally:
         if not started:
             if subscription is not None:
                 subscription.close()
-            if admission.limited:  # no run will settle it
-                await run_db(ratelimit.cancel, admission)
+            await released(admission)
     return job, request, subscription
 
 
-async def _withdrawn(job, sent, admission) -> bool:
-    """The run taken back (relay.first_entry: no worker started it in time), and its
-    admission released (no run will settle it); whether it was still waiting."""
-    if not await services.response_withdraw(job, sent):
+async def withdrawn(take_back, admission) -> bool:
+    """A run its client gave up on (relay.first_entry: no worker started it in time) taken
+    back by `take_back()` if no worker took it yet, and then its admission released;
+    whether it was taken back."""
+    if not await take_back():
         return False
+    await released(admission)
+    return True
+
+
+async def released(admission) -> None:
+    """The admission of a request whose run will never settle it, released (its run slot
+    and its estimate given back)."""
     if admission.limited:
         await run_db(ratelimit.cancel, admission)
-    return True
 
 
 def parse_body(body: bytes):
