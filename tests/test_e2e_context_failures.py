@@ -15,6 +15,7 @@ from tests.context_deployment import (  # noqa: F401  (fixtures)
     api, is_unfinished_here, keys, stored_rows, windowed)
 from tests.fake_upstream import COMPACTED_MARK, FAKE_COUNT_FAILURE
 from tests.oracles import check_sse_stream
+from tests.sse import parse_sse
 from tests.test_e2e_durable import wait_for, wait_status
 from tests.websocket_client import error_turn, open_socket
 
@@ -265,6 +266,125 @@ def test_a_carried_run_whose_chat_request_cannot_be_built_answers_its_client(win
     assert (entry_id, orjson.loads(fields[b"x"])) == (
         b"0-1", {"status": 500, "body": BARE_500, "headers": {}})
     assert sql(windowed, "SELECT id FROM responses WHERE id = %s", response_id) == []
+    wait_for(lambda: not any(client.lrange(key, 0, -1)
+                             for key in client.keys("gw:processing:*")), "the message acked")
+    assert client.llen("gw:runs") == 0
+
+
+# --- the run's safety net: raised outside its phases' own handling -------------------------
+
+# A trigger corrupts a row as its run claims it (the claim's UPDATE returns what the run
+# works from): a response whose input names a mark is read back with its `resource`'s
+# `reasoning` a string (its streaming phase cannot be built: Streaming.__init__), or with
+# its admission context missing its key (its settlement fails once its result is stored).
+CORRUPT_AT_CLAIM = """
+CREATE FUNCTION corrupt_at_claim() RETURNS trigger AS $$
+BEGIN
+  IF OLD.status = 'queued' AND NEW.status = 'in_progress' THEN
+    IF NEW.input_items::text LIKE '%BAD-RESOURCE%' THEN
+      NEW.resource := jsonb_set(NEW.resource, '{reasoning}', '"high"');
+    ELSIF NEW.input_items::text LIKE '%BAD-CONTEXT%' THEN
+      NEW.request := jsonb_set(NEW.request, '{context}', '{"limited": true}');
+    END IF;
+  END IF;
+  RETURN NEW;
+END $$ LANGUAGE plpgsql;
+CREATE TRIGGER corrupt_at_claim BEFORE UPDATE ON responses
+  FOR EACH ROW EXECUTE FUNCTION corrupt_at_claim();
+"""
+
+
+@pytest.fixture
+def corrupt_at_claim(windowed, api, clean_upstream) -> str:
+    """The trigger, for the test; the id of a stored response to continue (a continuation's
+    run is sent with its id only, and claims the row the web wrote)."""
+    first = api.post("/responses", json={"model": "fake-echo", "input": "one"}).json()
+    with psycopg.connect(windowed.env["DATABASE_URL"], autocommit=True) as database:
+        database.execute(CORRUPT_AT_CLAIM)
+        try:
+            clean_upstream.clear()
+            yield first["id"]
+        finally:
+            database.execute("DROP TRIGGER corrupt_at_claim ON responses;"
+                             " DROP FUNCTION corrupt_at_claim()")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_run_whose_streaming_phase_cannot_be_built_is_a_bare_500_at_once(
+        windowed, api, clean_upstream, corrupt_at_claim, stream):
+    """Claimed, its streaming phase fails to build (before, it raised out of the run: its
+    row stayed in_progress while the worker lived, its client waited for 'No worker
+    started'). As a crash before anything: the bare 500, the row removed, nothing charged,
+    the upstream not called; the worker goes on serving."""
+    before, spent = stored_rows(windowed), sql(windowed, "SELECT * FROM accounting_responseusage")
+    reply = api.post("/responses", json={"model": "fake-echo", "input": "BAD-RESOURCE",
+                                         "previous_response_id": corrupt_at_claim,
+                                         "stream": stream})
+    assert (reply.status_code, reply.json()) == (500, BARE_500)
+    assert clean_upstream.requests() == []
+    assert (stored_rows(windowed), sql(windowed, "SELECT * FROM accounting_responseusage")) == (
+        before, spent)
+    after = api.post("/responses", json={"model": "fake-echo", "input": "still here"}).json()
+    assert after["status"] == "completed"
+
+
+def test_a_websocket_turn_whose_streaming_phase_cannot_be_built_is_an_error_frame(
+        windowed, keys, clean_upstream, corrupt_at_claim):
+    with open_socket(windowed, keys[0]) as ws:
+        frame = error_turn(ws, model="fake-echo", input="BAD-RESOURCE",
+                           previous_response_id=corrupt_at_claim)
+    assert frame == {"type": "error", "status": 500, **BARE_500}
+    assert clean_upstream.requests() == []
+
+
+def test_a_background_run_whose_streaming_phase_cannot_be_built_is_failed_at_once(
+        windowed, api, clean_upstream, corrupt_at_claim):
+    """Background: failed in place, as the watchdog fails a dead worker's run (at once, not
+    after its worker's heartbeat lapses: it never does), its stream ended."""
+    created = api.post("/responses", json={"model": "fake-echo", "input": "BAD-RESOURCE",
+                                           "previous_response_id": corrupt_at_claim,
+                                           "background": True}).json()
+    failed = wait_status(api, created["id"], {"failed", "completed", "cancelled"})
+    assert (failed["status"], failed["error"], failed["output"], failed["usage"]) == (
+        "failed", {"code": "server_error", "message": CRASHED}, [], None)
+    replay = parse_sse(api.get(f"/responses/{created['id']}", params={"stream": "true"}).content)
+    assert [(e["type"], e["response"]["status"]) for e in replay.events] == [
+        ("response.created", "in_progress"), ("response.failed", "failed")]
+    assert replay.events[-1]["response"] == failed
+    assert (charged(windowed, created["id"]), clean_upstream.requests()) == ([], [])
+
+
+def test_a_run_whose_settlement_fails_after_it_is_stored_still_answers_its_client(
+        windowed, api, clean_upstream, corrupt_at_claim):
+    """Its result stored, its admission's settlement raises (its context lacks its key):
+    before, its end was never published (its client waited until it gave up); now it is,
+    as stored."""
+    reply = api.post("/responses", json={"model": "fake-echo", "input": "BAD-CONTEXT",
+                                         "previous_response_id": corrupt_at_claim})
+    final = reply.json()
+    assert (reply.status_code, final["status"], final["output"][0]["content"][0]["text"]) == (
+        200, "completed", "user: one\nassistant: user: one\nuser: BAD-CONTEXT")
+    assert api.get(f"/responses/{final['id']}").json() == final
+
+
+def test_a_chat_run_that_raises_before_its_own_handling_answers_its_client(windowed, api):
+    """A chat completion's run whose admission context is not an object (put on the run
+    queue by hand: the front door builds it) raises before its own crash handling: its
+    safety net answers its client the bare 500 (before, nothing: its client waited)."""
+    [(tenant_id,)] = sql(windowed, "SELECT tenant_id FROM responses LIMIT 1")
+    completion_id = "chatcmpl-" + "c" * 29
+    messages = [{"role": "user", "content": "hi"}]
+    job = {"id": completion_id, "tenant_id": tenant_id, "model": "fake-echo", "created": 1,
+           "created_at": 1.0, "stream": True, "store": True, "include_usage": False,
+           "metadata": {}, "messages": messages,
+           "body": {"model": "fake-echo", "messages": messages, "stream": True},
+           "client_function_names": [], "context": "not an object"}
+    client = redis.Redis.from_url(windowed.env["REDIS_URL"])
+    client.lpush("gw:runs", orjson.dumps({"id": completion_id, "chat": job}))
+    [(entry_id, fields)] = wait_for(lambda: client.xrange(f"gw:events:{completion_id}"),
+                                    "the run's answer")
+    assert (entry_id, orjson.loads(fields[b"x"])) == (
+        b"0-1", {"status": 500, "body": BARE_500, "headers": {}})
     wait_for(lambda: not any(client.lrange(key, 0, -1)
                              for key in client.keys("gw:processing:*")), "the message acked")
     assert client.llen("gw:runs") == 0

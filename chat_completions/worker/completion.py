@@ -128,6 +128,27 @@ class Completion:
         choice = self.choices.get(0)
         return [] if choice is None else choice.tool_calls()
 
+    def closing_chunks(self, kept: list[dict], role_sent: bool,
+                       include_usage: bool) -> list[dict]:
+        """With MCP tools, the chunks held back: the client's calls (`kept`), the finish
+        reason, and the usage of all turns (if the client asked for it); `role_sent`:
+        whether a chunk streamed gave the role already."""
+        finish = self.choices[0].finish_reason
+        head = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                "model": self.model}
+        delta = {} if role_sent else {"role": "assistant", "content": ""}
+        chunks = []
+        if kept:
+            delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(kept)]
+            chunks.append({**head, "choices": [{"index": 0, "delta": delta,
+                                                "logprobs": None, "finish_reason": None}]})
+            delta = {}
+        chunks.append({**head, "choices": [{"index": 0, "delta": delta, "logprobs": None,
+                                            "finish_reason": finish}]})
+        if include_usage:
+            chunks.append({**head, "choices": [], "usage": self.usage})
+        return chunks
+
     def finished(self) -> dict:
         """The `chat.completion` object."""
         choices = [{"index": c.index, "message": c.message(), "logprobs": None,

@@ -50,7 +50,6 @@ async def run_chat(job: ChatJob, settled=None) -> None:
     """Run the chat completion `job` (`settled(True)`: its message may leave the queue)."""
     if settled is not None:
         settled(True)  # no claim to win: a resent message runs only if nothing was published
-    bind_request_id(job.context.get("request_id"))
     if job.resent and await event_bus().retained(job.id):
         log.warning("chat run %s was given back after it started; not run again", job.id)
         return
@@ -71,6 +70,7 @@ class ChatRun:
         self.route = None
         self.cut: ChatCutCall | None = None  # the upstream call in progress (cut_call.py)
         self.charged = False  # its usage committed (the completion's store, or `charge`)
+        self.settled = self.ended = False  # its admission settled, its end published (tried)
         self.began = time.monotonic()
 
     @property
@@ -82,14 +82,29 @@ class ChatRun:
             return
         soon = not self.first_sent
         self.first_sent = True
+        self.ended = self.ended or end
         await self.writer.append(self.stamper.entry(events, end), soon=soon)
 
     async def run(self) -> None:
+        """The run, in its safety net: an exception escaping its own handling (our bug) ends
+        it as a crash: its client answered (if not yet), then its admission settled."""
+        try:
+            bind_request_id(self.job.context.get("request_id"))
+            await self._run()
+        except Exception:
+            log.exception("chat run %s crashed", self.job.id)
+            try:
+                if not self.ended:
+                    await self._failed_end(ServerError(CRASHED))
+            finally:
+                await self._settled()
+
+    async def _run(self) -> None:
         watch = None
         running = asyncio.ensure_future(self._turns())
-        if not self.job.store:  # its client left: nobody can read the rest (the front asks)
-            watch = await cancellation().watch(self.job.id, lambda _reason: self._cancel(running))
         try:
+            if not self.job.store:  # its client left: nobody can read the rest (the front asks)
+                watch = await cancellation().watch(self.job.id, lambda _: self._cancel(running))
             await running
             await self._finish()
         except asyncio.CancelledError:
@@ -112,6 +127,8 @@ class ChatRun:
             await self._settled()
         except Exception:
             log.exception("chat run %s crashed", self.job.id)
+            running.cancel()  # done, unless its cancellation watch failed: stopped then
+            await asyncio.wait((running,))
             await charge(self, "failed")
             await self._failed(ServerError(CRASHED))
         finally:
@@ -254,41 +271,30 @@ class ChatRun:
         events = []
         if self.tools:  # the client gets its own calls only
             kept = self.completion.keep_calls(set(self.job.client_function_names))
-            events = self._closing(kept) if self.job.stream else []
+            if self.job.stream:
+                events = self.completion.closing_chunks(kept, self.role_sent,
+                                                        self.job.include_usage)
         final = self.completion.finished()
         self.used_tokens = await blocking(store_completion, self.job, final)
         self.charged = True
         await self._settled()
         await self.emit(events + [final], end=True)
 
-    def _closing(self, kept: list[dict]) -> list[dict]:
-        """With MCP tools, the chunks held back: the client's calls (`kept`), the finish
-        reason, and the usage of all turns (if the client asked for it)."""
-        finish = self.completion.choices[0].finish_reason
-        head = {"id": self.job.id, "object": "chat.completion.chunk",
-                "created": self.job.created, "model": self.job.model}
-        delta = {} if self.role_sent else {"role": "assistant", "content": ""}
-        chunks = []
-        if kept:
-            delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(kept)]
-            chunks.append({**head, "choices": [{"index": 0, "delta": delta,
-                                                "logprobs": None, "finish_reason": None}]})
-            delta = {}
-        chunks.append({**head, "choices": [{"index": 0, "delta": delta, "logprobs": None,
-                                            "finish_reason": finish}]})
-        if self.job.include_usage:
-            chunks.append({**head, "choices": [], "usage": self.completion.usage})
-        return chunks
-
     async def _failed(self, error: APIError) -> None:
         """End the run with `error`: its `{"error": ...}` event once the stream started
         (OpenAI streams errors that way), else the error entry the front answers with."""
         await self._settled()
+        await self._failed_end(error)
+
+    async def _failed_end(self, error: APIError) -> None:
         if self.started:
-            await self.emit([error.body], end=True)
-        else:
-            await self.writer.append(failure_entry(error))
+            return await self.emit([error.body], end=True)
+        self.ended = True
+        await self.writer.append(failure_entry(error))
 
     async def _settled(self) -> None:
-        if self.job.context.get("limited"):
-            await blocking(settle, self.job.tenant_id, self.job.context, self.used_tokens)
+        """Settle its admission, once (tried once: one that raised is not tried again)."""
+        if not self.settled:
+            self.settled = True
+            if self.job.context.get("limited"):
+                await blocking(settle, self.job.tenant_id, self.job.context, self.used_tokens)

@@ -24,6 +24,11 @@
 4. ended: the run's admission is settled and the run measured (run_observer.py), its
    log line written once its end is published.
 
+From its claim on, an exception that escapes these phases' own handling (our bug) is
+caught once, here, by the run's safety net (run_crash.py): the run is ended as its
+streaming phase's crash would have ended it (a bare 500 before anything of it is out,
+else `response.failed`, stored failed), never left `in_progress` with its client waiting.
+
 A run is a coroutine on the process's run loop (`run_response`), so no thread waits while
 it streams; `execute_run` is the sync entry (the embedded dispatcher).
 """
@@ -49,6 +54,7 @@ from ..lifecycle import database
 from .loop import blocking
 from .run_abandon import abandon, discard
 from .run_claim import Claim, ClaimAbandoned, claimed_by, job_claimed_by
+from .run_crash import crashed
 from .run_job import RunJob, prepared, unprepared
 from .run_observer import ObservedRun
 from . import run_store
@@ -76,17 +82,23 @@ async def run_response(response_id: str, carried: Job | Awaited | None = None,
     claimed = await _claiming(response_id, carried, settled)
     if claimed is None:
         return
-    job, streaming = claimed
+    job, route, mcp_plan, claim = claimed
     observed = ObservedRun(job)
-    bind_request_id(job.context.get("request_id"))  # this task's log lines carry it
+    streaming = None
     try:
+        bind_request_id(job.context.get("request_id"))  # this task's log lines carry it
+        streaming = Streaming(job, route, mcp_plan, claim)
         ending = observed.ending = await streaming.run()
         observed.first_delta_at = streaming.first_delta_at
-        if not await streaming.claim.owned():
-            if streaming.claim.abandoned:
-                return await abandon(observed, settled, _ended, streaming.bus_writer)
-            ending = observed.ending = Ending("unclaimed")
+        if not await claim.owned():
+            return await _unowned(observed, claim, settled, streaming.bus_writer)
         await _storing(job, streaming, ending, observed)
+    except Exception:  # outside the phases' own handling: the run's safety net
+        log.exception("run %s crashed", job.id)
+        if not await claim.owned():
+            return await _unowned(observed, claim, settled,
+                                  None if streaming is None else streaming.bus_writer)
+        await crashed(job, streaming, observed, _ended)
     finally:
         await _ended(observed)
         try:
@@ -99,10 +111,20 @@ def _ignored(settled: bool) -> None:
     return None
 
 
+async def _unowned(observed: ObservedRun, claim: Claim, settled: Callable[[bool], None],
+                   writer) -> None:
+    """A run that does not own its response: abandoned (its claim met a database outage:
+    run_abandon.py), or stopped (another run has it, or it is gone)."""
+    if claim.abandoned:
+        return await abandon(observed, settled, _ended, writer)
+    observed.ending = Ending("unclaimed")
+    log.info("run %s: another run has its response, or it is gone; stopped", claim.response_id)
+
+
 async def _claiming(response_id: str, carried: Job | Awaited | None,
-                    settled: Callable[[bool], None]) -> tuple[RunJob, Streaming] | None:
-    """The run's job, ready to stream (None: another run has the response, or it is gone,
-    or its claim failed, or it was abandoned)."""
+                    settled: Callable[[bool], None]) -> tuple | None:
+    """The run's job, its upstream route, MCP plan and claim (None: another run has the
+    response, or it is gone, or its claim failed, or it was abandoned)."""
     if carried is None or isinstance(carried, Awaited):
         return await _claiming_row(response_id, carried, settled)
     if carried.abandoned:  # its client was answered 503: it never runs
@@ -128,11 +150,11 @@ async def _claiming(response_id: str, carried: Job | Awaited | None,
     else:
         claim = Claim.pending(carried, deadline)
         claim.on_settled(settled)
-    return job, Streaming(job, route, None, claim)
+    return job, route, None, claim
 
 
 async def _claiming_row(response_id: str, awaited: Awaited | None,
-                        settled: Callable[[bool], None]) -> tuple[RunJob, Streaming] | None:
+                        settled: Callable[[bool], None]) -> tuple | None:
     """`_claiming` of a run whose row the web wrote: the claim reads its job. Through a
     database outage, with no client waiting its message goes back to the queue; with one
     (`awaited`), the claim is tried again until DATABASE_WAIT_SECONDS, then the run is
@@ -152,7 +174,7 @@ async def _claiming_row(response_id: str, awaited: Awaited | None,
     if job is None:
         return None
     job, route, mcp_plan = await run_store.prepared(response_id, _prepare, job)
-    return job, Streaming(job, route, mcp_plan, Claim.taken(response_id))
+    return job, route, mcp_plan, Claim.taken(response_id)
 
 
 async def _abandoned(carried: Job | Awaited, settled: Callable[[bool], None]) -> None:
@@ -209,9 +231,7 @@ def _prepared(job: Job) -> RunJob:
 async def _storing(job: RunJob, streaming: Streaming, ending: Ending,
                    observed: ObservedRun) -> None:
     """Store the result, settle the run, then publish its end (or the client's error)."""
-    if ending.kind == "unclaimed":
-        log.info("run %s: another run has its response, or it is gone; stopped", job.id)
-    elif ending.kind == "rejected":
+    if ending.kind == "rejected":
         await blocking(lifecycle.discard_unstarted, job.id)
         await _ended(observed)
         await streaming.writer.append(failure_entry(ending.rejected))

@@ -3,8 +3,9 @@ released: lifecycle.settle) and its metrics, then its log line (written once the
 is published: formatting and writing it is not on the client's path).
 
 The usage itself is written by the lifecycle, with the response. A run that ends without
-reaching the storing phase (crashed) is settled on the way out (run.py); a run that was
-ended in its place (fenced off, or given up by the watchdog) is not: whoever ended it did.
+reaching the storing phase (its safety net answered its crash: run_crash.py) is settled on
+the way out (run.py); a run that was ended in its place (fenced off, given up by the
+watchdog, or failed in place by its safety net) is not: whoever ended it did.
 """
 import logging
 import time

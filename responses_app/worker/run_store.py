@@ -78,10 +78,10 @@ async def prepared(response_id: str, prepare, job):
         return await through_outage(response_id, "preparing",
                                     lambda: blocking(prepare, job))
     except GivenUp:
-        await _hand_over(response_id, NOT_PREPARED)
+        await hand_over(response_id, NOT_PREPARED)
         raise
     except Exception:
-        await _hand_over(response_id, CRASHED)
+        await hand_over(response_id, CRASHED)
         raise
 
 
@@ -117,10 +117,11 @@ async def give_up(job, streaming, ending) -> None:
                                           urgent=True)
     except Exception:  # Redis away too: the watchdog ends it with what it has
         log.exception("run %s: its items' ends could not be published", job.id)
-    await _hand_over(job.id, lifecycle.STORE_LOST[1])
+    await hand_over(job.id, lifecycle.STORE_LOST[1])
 
 
-async def _hand_over(response_id: str, why: str) -> None:
+async def hand_over(response_id: str, why: str) -> None:
+    """Give the run up to the watchdog, which fails it with `why` (delivery/heartbeat.py)."""
     try:
         await blocking(heartbeats().give_up, response_id, why)
     except Exception:  # Redis away too: the run ends when this worker's heartbeat lapses

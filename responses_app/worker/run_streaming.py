@@ -70,10 +70,9 @@ class Streaming:
         self.job, self.route, self.mcp_plan, self.claim = job, route, mcp_plan, claim
         self.bus_writer = event_bus().writer(job.id)
         self.writer = claim.gate(self.bus_writer)  # nothing published before it is claimed
-        reasoning = job.resource.get("reasoning") or {}
         self.translator = CompactingTranslator(job.resource, TranslatorOptions(
             ids=new_id,
-            reasoning_as_summary=bool(reasoning.get("summary")),
+            reasoning_as_summary=bool((job.resource.get("reasoning") or {}).get("summary")),
             include_logprobs="message.output_text.logprobs" in job.include,
             function_names=job.chat.function_names,
             custom_tools=job.chat.custom_tools,
@@ -83,8 +82,7 @@ class Streaming:
         ))
         self.stamper = EventStamper()
         self.placement = Placement.for_run(job.id, job.previous_response_id, job.conversation_id,
-                                           [item["id"] for item in job.input_items
-                                            if item.get("id")])
+                                           [i["id"] for i in job.input_items if i.get("id")])
         self.first_delta_at: float | None = None  # time.monotonic() of the first delta
         self.first_delta_clock: datetime | None = None  # its wall-clock time (stored)
         self.stopped: str | None = None  # "unclaimed", "cancelled" or "steered"
@@ -102,10 +100,10 @@ class Streaming:
         running = asyncio.ensure_future(self._turns())
         self.claim.on_refused(lambda: self._stop("unclaimed", running))
         watch = None
-        if self.job.cancellable:
-            watch = await cancellation().watch(self.job.id,
-                                               lambda why: self._stop(why, running))
         try:
+            if self.job.cancellable:  # failing (Redis away), the run crashes, as below
+                watch = await cancellation().watch(self.job.id,
+                                                   lambda why: self._stop(why, running))
             await running
             closing = self.translator.finish()
             self._remember_output_items()
@@ -134,6 +132,8 @@ class Streaming:
             return Ending("fenced")
         except Exception:
             log.exception("run %s crashed", self.job.id)
+            running.cancel()  # done, unless its cancellation watch failed: stopped then
+            await asyncio.wait((running,))
             return await self._crashed()
         finally:
             if watch is not None:
@@ -160,6 +160,11 @@ class Streaming:
         """Whether the response's first events are out (it is visible to its client)."""
         return self.stamper.next_sequence_number > 0
 
+    @property
+    def untouched(self) -> bool:
+        """Whether nothing of the run is out, nor spent (no upstream call answered)."""
+        return not self.started and self.turn is None and self.summary is None
+
     async def _rejected(self, rejected: UpstreamRejected) -> Ending:
         if not self.started and not self.job.background:
             return Ending("rejected", rejected=rejected)
@@ -172,12 +177,10 @@ class Streaming:
         return Ending("finished", self.translator.fail(code, rejected.message))
 
     async def _crashed(self) -> Ending:
-        """The run's own bug: it fails, its cut call counted (cut_turn.py), unless nothing
-        of it is out, nothing was spent (no upstream call answered) and its client waits
-        for the answer (a 500, nothing stored). A client waiting for the whole answer
-        gets a failure stored so as a 500 too (api/relay.py)."""
-        spent = self.turn is not None or self.summary is not None
-        if not self.started and not self.job.background and not spent:
+        """The run's own bug: it fails, its cut call counted (cut_turn.py), unless it is
+        `untouched` and its client waits for the answer (a 500, nothing stored). A client
+        waiting for the whole answer gets a failure stored so as a 500 too (api/relay.py)."""
+        if self.untouched and not self.job.background:
             return Ending("rejected", rejected=UpstreamRejected(CRASHED, status=500,
                                                                 code="server_error"))
         if not self.started:
@@ -278,7 +281,6 @@ class Streaming:
         await self.emit(events[:first + 1], urgent=False, soon=True)
         await asyncio.sleep(0)  # the flusher takes it alone, and writes it (redis_codec)
         await self.emit(events[first + 1:], urgent=False, soon=True)
-
 
     def _remember_output_items(self) -> None:
         """A stored response's last output item may be referenced by a later request

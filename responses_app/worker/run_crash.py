@@ -1,0 +1,71 @@
+"""The safety net of a claimed run: an exception that escapes the phases' own handling
+(our bug: a job its streaming phase cannot be built from, such as a stored row's corrupt
+`resource`; a crash while the run ends a crash or a cancel; its settlement failing once
+its result is stored) ends the run here, as the streaming phase's crash would have
+(run_streaming.Streaming._crashed), so that its row never stays `in_progress` while its
+worker lives and its client never waits for an end that will not come:
+
+- its result stored (or its row removed) before it raised: its end (or its client's
+  error) is published, as the storing phase would have;
+- nothing of it out, nothing spent, and its client waiting (not background): its row is
+  removed, its admission settled, and its client answered the bare 500;
+- otherwise it fails in place, now, as the watchdog fails a run whose worker died
+  (lifecycle.fail_orphan, with the crash's error): the items it published closed, its row
+  stored `failed`, its stream ended with `response.failed` (a client waiting for the
+  whole answer gets the 500 naming it: api/relay.py), its admission settled. Its state
+  is not trusted then: the upstream calls it made are not counted (as a dead worker's).
+
+If even that fails (the database away), the run is given up to the watchdog
+(run_store.hand_over). A run that does not own its response is not ended here (run.py).
+"""
+import logging
+
+from .. import lifecycle
+from ..bus import event_bus
+from ..bus.entries import failure_entry, stamped_entry
+from ..errors import CRASHED
+from .loop import blocking
+from .run_store import hand_over
+from .run_streaming import Ending
+from .upstream import UpstreamRejected
+
+log = logging.getLogger(__name__)
+
+CRASH = ("server_error", CRASHED)  # the failed response's error (code, message)
+
+
+async def crashed(job, streaming, observed, ended) -> None:
+    """End the run of `job` (it owns its response) that raised: `streaming` its streaming
+    phase (None: not built), `observed` its record (run_observer.ObservedRun),
+    `ended(observed)` settles its admission and records it."""
+    try:
+        if observed.settled:  # its result stored or its row removed: its end is owed
+            await _published(job, streaming, observed.ending)
+        elif (streaming is None or streaming.untouched) and not job.background:
+            observed.ending = Ending("rejected", rejected=UpstreamRejected(
+                CRASHED, status=500, code="server_error"))
+            await blocking(lifecycle.discard_unstarted, job.id)
+            try:  # its client is answered all the same
+                await ended(observed)
+            except Exception:
+                log.exception("run %s: its admission could not be settled", job.id)
+            await _published(job, streaming, observed.ending)
+        else:
+            observed.ending = Ending("fenced")  # ended in its place, and settled there
+            if not await blocking(lifecycle.fail_orphan, job.id, CRASH):
+                log.warning("run %s ended meanwhile; its crash ends nothing", job.id)
+    except Exception:
+        log.exception("run %s: its crash could not be ended; left to the watchdog", job.id)
+        if not observed.settled:  # the watchdog settles it
+            observed.ending = Ending("fenced")
+        await hand_over(job.id, CRASHED)
+
+
+async def _published(job, streaming, ending: Ending) -> None:
+    """The end `ending` of a run settled: its client's error, or its closing events."""
+    writer = event_bus().writer(job.id) if streaming is None else streaming.writer
+    if ending.kind == "rejected":
+        await writer.append(failure_entry(ending.rejected), urgent=True)
+    elif ending.kind == "finished":
+        await writer.append(stamped_entry(streaming.stamper, ending.closing, end=True),
+                            urgent=True)
