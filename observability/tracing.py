@@ -132,6 +132,41 @@ def client_span(name: str, attributes: dict):
     return _tracer.start_as_current_span(name, kind=SpanKind.CLIENT, attributes=attributes)
 
 
+def turn_span(name: str, attributes: dict):
+    """A server span starting a trace of its own, linked to the current span: a request
+    that arrives on a long-lived connection (a WebSocket turn), its own trace as an HTTP
+    request's is, the connection's span a link away. Yields the span (None when off);
+    exceptions do not set its status (its owner says what failed: `failed`)."""
+    if _tracer is None:
+        return nullcontext()
+    from opentelemetry.context import Context
+    from opentelemetry.trace import Link, SpanKind, get_current_span
+
+    connection = get_current_span().get_span_context()
+    return _tracer.start_as_current_span(
+        name, context=Context(), kind=SpanKind.SERVER, attributes=attributes,
+        links=[Link(connection)] if connection.is_valid else None,
+        record_exception=False, set_status_on_exception=False)
+
+
+def failed(span, error_type: str) -> None:
+    """`span`'s status an error, `error.type` saying which (OpenTelemetry's attribute)."""
+    from opentelemetry.trace import StatusCode
+
+    span.set_attribute("error.type", error_type)
+    span.set_status(StatusCode.ERROR, error_type)
+
+
+def past_span(name: str, start_time: int, attributes: dict, error_type: str | None) -> None:
+    """A span of the current context that began at `start_time` (time.time_ns()) and ends
+    now, with `attributes` (and `failed` when `error_type`): work whose attributes are
+    known at its end, and which has no child (api/relay_span.py)."""
+    span = _tracer.start_span(name, start_time=start_time, attributes=attributes)
+    if error_type is not None:
+        failed(span, error_type)
+    span.end()
+
+
 class TraceIdFilter(logging.Filter):
     """Adds `trace_id` (hex, or None outside a span) to every record: the log line of a
     request id then names its trace. Installed only when tracing is on."""
