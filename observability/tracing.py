@@ -8,10 +8,15 @@ it off. The exporter is the OTLP/HTTP one, configured by its own OTEL_EXPORTER_O
 variables (or the console's). Django, psycopg, Redis and Celery are traced by their
 instrumentation packages, the ASGI front (which serves the streaming views without Django's
 middleware) by the ASGI one; the run's hop is carried in its run-queue message
-(`carrier()` on the web, `continued()` in the worker).
+(`carrier()` on the web, `continued()` in the worker). A WebSocket turn starts a trace of
+its own (`turn_span`); the web's relay of a stream is one span recorded at its end
+(`past_span`, from responses_app/api/relay_span.py).
 
 Off, nothing here imports the SDK, the ASGI app is not wrapped, a run message carries no
-context and every span helper is a `nullcontext`: no per-request or per-event work.
+context and every span helper is a `nullcontext` (`past_span` is not called): no
+per-request or per-event work. On, the ASGI instrumentation wraps each connection's `send`,
+so Daphne's synchronous writes (responses_app/api/daphne_write.py) are not found and
+streams take the ASGI path.
 Imported by the settings module (for the log format): no Django imports at module level.
 """
 import logging
