@@ -237,6 +237,32 @@ def test_a_resumed_stream_and_a_chat_completion_stream_are_relayed_in_a_span_eac
         "gateway.relay.events": len(blocks), "gateway.relay.outcome": "completed"})
 
 
+def test_a_stream_whose_client_left_says_so_with_the_events_it_got(traced, upstream):
+    deployment, receiver = traced
+    key = deployment.new_api_key("tracer")
+    model = f"bench-10-1-held3-relay{time.time_ns()}"  # held after `w0 w1 w2 `
+    try:
+        with deployment.client(key) as api:
+            with api.stream("POST", "/responses", json={
+                    "model": model, "input": "hi", "stream": True}) as response:
+                events = []
+                for line in response.iter_lines():
+                    if line.startswith("data: "):
+                        events.append(json.loads(line[6:]))
+                    if [e["type"] for e in events].count("response.output_text.delta") == 3:
+                        break
+        response_id = events[0]["response"]["id"]
+        spans = spans_until(receiver, lambda spans: of_response(
+            spans, "relay response", response_id))
+    finally:
+        upstream.release(model)
+    [relay] = of_response(spans, "relay response", response_id)
+    assert (relay["status"], relayed(relay)) == (UNSET, {
+        "gateway.response.id": response_id, "gateway.relay.transport": "sse",
+        "gateway.relay.events": len(events), "gateway.relay.outcome": "client_disconnected"})
+    assert len(events) == 7  # created, in_progress, the item and its part added, 3 deltas
+
+
 def test_a_django_view_is_traced_by_the_django_instrumentation(traced):
     deployment, receiver = traced
     key = deployment.new_api_key("tracer")

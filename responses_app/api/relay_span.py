@@ -55,18 +55,16 @@ class RelaySpan:
     """One relay's span, recorded by `end`; `events` the relay's count (it adds each
     batch's); `first()` when the run's first entry is in hand."""
 
-    __slots__ = ("name", "attributes", "events", "since", "first_wait_ms")
+    __slots__ = ("name", "response_id", "transport", "starting_after", "events", "since",
+                 "first_wait_ms")
 
     def __init__(self, name: str, response_id: str, transport: str,
                  starting_after: int | None = None):
+        self.name, self.response_id, self.transport = name, response_id, transport
+        self.starting_after = starting_after
         self.events = 0
         self.since = time.time_ns() if tracing.active() else 0  # 0: nothing to record
         self.first_wait_ms = None
-        self.name = name
-        self.attributes = {"gateway.response.id": response_id,
-                           "gateway.relay.transport": transport}
-        if starting_after is not None:
-            self.attributes["gateway.relay.starting_after"] = starting_after
 
     def first(self) -> None:
         """The run's first entry is in hand: the first-event wait ends."""
@@ -78,8 +76,11 @@ class RelaySpan:
         once (later calls do nothing)."""
         if not self.since:
             return
-        attributes = {**self.attributes, "gateway.relay.events": self.events,
-                      "gateway.relay.outcome": outcome}
+        attributes = {"gateway.response.id": self.response_id,
+                      "gateway.relay.transport": self.transport,
+                      "gateway.relay.events": self.events, "gateway.relay.outcome": outcome}
+        if self.starting_after is not None:
+            attributes["gateway.relay.starting_after"] = self.starting_after
         if self.first_wait_ms is not None:
             attributes["gateway.relay.first_event_wait_ms"] = self.first_wait_ms
         tracing.past_span(self.name, self.since, attributes,
