@@ -16,7 +16,7 @@ from tests.otlp_receiver import OtlpReceiver
 from observability.tracing import enabled_by_environment
 from tests.servers import RedisServer
 from tests.sse import parse_sse
-from tests.websocket_client import checked_turn, open_socket
+from tests.websocket_client import checked_turn, error_turn, open_socket
 
 
 @pytest.fixture(scope="module")
@@ -159,9 +159,11 @@ def test_each_websocket_turn_is_a_trace_of_its_own_with_its_run_and_its_relay(tr
         first_events, first = checked_turn(ws, model="fake-text", input="hi")
         second_events, second = checked_turn(ws, model="fake-drop", input="and?",
                                              previous_response_id=first["id"])
-    assert (first["status"], second["status"]) == ("completed", "failed")
+        refused = error_turn(ws, input="no model")
+    assert (first["status"], second["status"], refused["status"]) == (
+        "completed", "failed", 400)
     turn_name = "WEBSOCKET response.create"
-    # the connection's span ends with the socket: after both turns'
+    # the connection's span ends with the socket: after its turns'
     spans = spans_until(receiver, lambda spans: all(
         of_response(spans, name, final["id"]) for final in (first, second)
         for name in (turn_name, "relay response", "run")) and any(
@@ -196,7 +198,16 @@ def test_each_websocket_turn_is_a_trace_of_its_own_with_its_run_and_its_relay(tr
         assert (relay["status"], relayed(relay)) == (status, {
             "gateway.response.id": final["id"], "gateway.relay.transport": "websocket",
             "gateway.relay.events": len(events), **outcome})
-    assert len(traces | {connection["trace_id"]}) == 3
+    # a refused frame: a turn without a response, run or relay
+    [turn] = [s for s in spans if s["name"] == turn_name
+              and s["attributes"].get("gateway.websocket.status") == 400]
+    assert (turn["parent_id"], turn["status"], turn["links"]) == (
+        "", UNSET, [(connection["trace_id"], connection["span_id"])])
+    assert turn["attributes"] == {"gateway.request.id": turn["attributes"]["gateway.request.id"],
+                                  "gateway.websocket.status": 400,
+                                  "error.type": refused["error"]["code"]}
+    assert by_scope(spans, "responses-gateway", turn["trace_id"]) == [turn]
+    assert len(traces | {connection["trace_id"], turn["trace_id"]}) == 4
 
 
 def test_a_resumed_stream_and_a_chat_completion_stream_are_relayed_in_a_span_each(traced):
