@@ -89,6 +89,7 @@ async def _relay(url: str, streams: int, pacing: float, seconds: float) -> dict:
     import redis
 
     from responses_app.api.relay import Reply, batches, write_through
+    from responses_app.api.relay_span import RESPONSE, RelaySpan
     from responses_app.bus import event_bus
     from responses_app.ids import new_id
 
@@ -116,9 +117,10 @@ async def _relay(url: str, streams: int, pacing: float, seconds: float) -> dict:
         connection = socket.create_connection(server.getsockname())
         connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         subscription = await event_bus().subscribe(response_id, -1)
-        write_through(Reply(200, subscription=subscription),
+        write_through(Reply(200, subscription=subscription,
+                            span=RelaySpan(RESPONSE, response_id, "sse")),
                       writer(connection, len(tasks)))
-        tasks.append(asyncio.ensure_future(_follow(batches(subscription, counted=False))))
+        tasks.append(asyncio.ensure_future(_follow(batches(subscription))))
     keys = [f"gw:events:{response_id}" for response_id in response_ids]
     child = multiprocessing.Process(target=_write, args=(url, keys, pacing, start_at, seconds),
                                     daemon=True)

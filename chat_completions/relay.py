@@ -8,7 +8,8 @@ As for responses, the answer waits for the run's first entry, so an upstream tha
 before it starts is a plain HTTP error (a 429 stays a 429): the APIError is raised and
 rendered as every view's error is (errors.error_response). A failure after the stream
 started is one `data: {"error": ...}` event, and no `[DONE]`; a client waiting for the
-whole completion gets it as the HTTP error its code stands for.
+whole completion gets it as the HTTP error its code stands for. A stream is traced by one
+`relay chat.completion` span (responses_app/api/relay_span.py).
 """
 import asyncio
 import time
@@ -20,6 +21,9 @@ from django.conf import settings
 from responses_app.api import framing
 from responses_app.api.relay import (
     SSE_HEADERS, Abandoned, Reply, batches, first_entry, started_entry,
+)
+from responses_app.api.relay_span import (
+    CHAT_COMPLETION, COMPLETED, FAILED, KEEPALIVE_TIMEOUT, RelaySpan,
 )
 from responses_app.bus import KEEPALIVE
 from responses_app.bus.entries import failure_of
@@ -41,9 +45,11 @@ async def stream_reply(subscription, abandoned: Abandoned = None) -> Reply:
     waits are written through as a Responses stream's are (relay.write_through, framed by
     events.sse): web CPU per response at 50 ms pacing, 100 held streams, 12.9 vs 23.8 ms
     (2026-11-27; docs/architecture.md's ledger, "SSE write-through")."""
+    span = RelaySpan(CHAT_COMPLETION, subscription.response_id, "sse")
     first = await started_entry(subscription, WHAT)
-    return Reply(200, SSE_HEADERS, stream=_sse_body(subscription, first, abandoned),
-                 subscription=subscription, frame=sse)
+    span.first()
+    return Reply(200, SSE_HEADERS, stream=_sse_body(subscription, first, abandoned, span),
+                 subscription=subscription, frame=sse, span=span)
 
 
 async def final_reply(subscription) -> Reply:
@@ -53,7 +59,7 @@ async def final_reply(subscription) -> Reply:
     try:
         first = await first_entry(subscription, WHAT)  # the run's `started` comment, or its end
         async with asyncio.timeout(settings.RUN_DEADLINE_SECONDS):  # a worker that died
-            async with aclosing(batches(subscription, first, counted=False)) as relayed:
+            async with aclosing(batches(subscription, first)) as relayed:
                 async for batch in relayed:
                     if batch is KEEPALIVE:
                         continue
@@ -77,15 +83,17 @@ async def final_reply(subscription) -> Reply:
                                             500 if error.get("message") == CRASHED else 502), body)
 
 
-async def _sse_body(subscription, first, abandoned: Abandoned):
+async def _sse_body(subscription, first, abandoned: Abandoned, span: RelaySpan):
     deadline = time.monotonic() + settings.RUN_DEADLINE_SECONDS  # a worker that died
     finished = False
     try:
-        async with aclosing(batches(subscription, first)) as relayed:
+        async with aclosing(batches(subscription, first, span)) as relayed:
             async for batch in relayed:
                 if batch is KEEPALIVE:
                     if time.monotonic() > deadline:
-                        break  # ends without [DONE]: the client sees an incomplete stream
+                        # ends without [DONE]: the client sees an incomplete stream
+                        span.end(KEEPALIVE_TIMEOUT)
+                        break
                     yield framing.KEEPALIVE
                     continue
                 events, last = batch  # last.error: the bus failed under us, no [DONE]
@@ -95,7 +103,20 @@ async def _sse_body(subscription, first, abandoned: Abandoned):
                 if data:
                     yield data
         finished = True
+        span.end_with(last, _terminal)
+    except BaseException as exc:
+        span.raised(exc)
+        raise
     finally:
         subscription.close()
         if not finished and abandoned is not None:
             await abandoned()
+
+
+def _terminal(event: bytes) -> tuple[str, str | None]:
+    """How a chat completion's stream ended, by its last event: the completion, or the
+    `{"error": ...}` of a failure after it started."""
+    if is_completion(event):
+        return COMPLETED, None
+    error = orjson.loads(event).get("error")
+    return FAILED, (error.get("code") if isinstance(error, dict) else None) or FAILED

@@ -8,10 +8,15 @@ it off. The exporter is the OTLP/HTTP one, configured by its own OTEL_EXPORTER_O
 variables (or the console's). Django, psycopg, Redis and Celery are traced by their
 instrumentation packages, the ASGI front (which serves the streaming views without Django's
 middleware) by the ASGI one; the run's hop is carried in its run-queue message
-(`carrier()` on the web, `continued()` in the worker).
+(`carrier()` on the web, `continued()` in the worker). A WebSocket turn starts a trace of
+its own (`turn_span`); the web's relay of a stream is one span recorded at its end
+(`past_span`, from responses_app/api/relay_span.py).
 
 Off, nothing here imports the SDK, the ASGI app is not wrapped, a run message carries no
-context and every span helper is a `nullcontext`: no per-request or per-event work.
+context and every span helper is a `nullcontext` (`past_span` is not called): no
+per-request or per-event work. On, the ASGI instrumentation wraps each connection's `send`,
+so Daphne's synchronous writes (responses_app/api/daphne_write.py) are not found and
+streams take the ASGI path.
 Imported by the settings module (for the log format): no Django imports at module level.
 """
 import logging
@@ -130,6 +135,41 @@ def client_span(name: str, attributes: dict):
     from opentelemetry.trace import SpanKind
 
     return _tracer.start_as_current_span(name, kind=SpanKind.CLIENT, attributes=attributes)
+
+
+def turn_span(name: str, attributes: dict):
+    """A server span starting a trace of its own, linked to the current span: a request
+    that arrives on a long-lived connection (a WebSocket turn), its own trace as an HTTP
+    request's is, the connection's span a link away. Yields the span (None when off);
+    exceptions do not set its status (its owner says what failed: `failed`)."""
+    if _tracer is None:
+        return nullcontext()
+    from opentelemetry.context import Context
+    from opentelemetry.trace import Link, SpanKind, get_current_span
+
+    connection = get_current_span().get_span_context()
+    return _tracer.start_as_current_span(
+        name, context=Context(), kind=SpanKind.SERVER, attributes=attributes,
+        links=[Link(connection)] if connection.is_valid else None,
+        record_exception=False, set_status_on_exception=False)
+
+
+def failed(span, error_type: str) -> None:
+    """`span`'s status an error, `error.type` saying which (OpenTelemetry's attribute)."""
+    from opentelemetry.trace import StatusCode
+
+    span.set_attribute("error.type", error_type)
+    span.set_status(StatusCode.ERROR, error_type)
+
+
+def past_span(name: str, start_time: int, attributes: dict, error_type: str | None) -> None:
+    """A span of the current context that began at `start_time` (time.time_ns()) and ends
+    now, with `attributes` (and `failed` when `error_type`): work whose attributes are
+    known at its end, and which has no child (api/relay_span.py)."""
+    span = _tracer.start_span(name, start_time=start_time, attributes=attributes)
+    if error_type is not None:
+        failed(span, error_type)
+    span.end()
 
 
 class TraceIdFilter(logging.Filter):

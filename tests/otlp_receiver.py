@@ -28,7 +28,9 @@ def spans_of(request: ExportTraceServiceRequest) -> list[dict]:
                     "kind": KINDS.get(span.kind), "trace_id": span.trace_id.hex(),
                     "span_id": span.span_id.hex(), "parent_id": span.parent_span_id.hex(),
                     "scope": scope_spans.scope.name, "status": span.status.code,
-                    "attributes": {a.key: _value(a.value) for a in span.attributes}})
+                    "attributes": {a.key: _value(a.value) for a in span.attributes},
+                    "links": [(link.trace_id.hex(), link.span_id.hex())
+                              for link in span.links]})
     return spans
 
 

@@ -1,7 +1,9 @@
 """Tracing on a real deployment (Daphne + a Celery worker, OTEL_EXPORTER_OTLP_ENDPOINT
 pointed at a test OTLP receiver): one trace per response from the POST through the run
 queue to the upstream and MCP calls, with the GenAI attributes and the parent links; the
-switch itself (the OTEL_* variables) is checked without a deployment."""
+web's relay of each stream (SSE, a resume, a chat completion, each WebSocket turn a trace
+of its own) as one span beside the run; the switch itself (the OTEL_* variables) is
+checked without a deployment."""
 import json
 import time
 
@@ -13,6 +15,8 @@ from tests.oracles import check_sse_stream
 from tests.otlp_receiver import OtlpReceiver
 from observability.tracing import enabled_by_environment
 from tests.servers import RedisServer
+from tests.sse import parse_sse
+from tests.websocket_client import checked_turn, error_turn, open_socket
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +57,23 @@ def by_scope(spans, scope, trace_id) -> list[dict]:
     return [s for s in spans if s["scope"] == scope and s["trace_id"] == trace_id]
 
 
+def of_response(spans, name, response_id) -> list[dict]:
+    return [s for s in spans
+            if s["name"] == name and s["attributes"].get("gateway.response.id") == response_id]
+
+
+def relayed(span: dict) -> dict:
+    """A relay span's attributes, its first-event wait (a duration: present, positive)
+    taken out."""
+    attributes = dict(span["attributes"])
+    wait = attributes.pop("gateway.relay.first_event_wait_ms")
+    assert isinstance(wait, float) and wait > 0
+    return attributes
+
+
+UNSET, ERROR = 0, 2  # span status codes
+
+
 def test_one_trace_from_the_post_through_the_run_queue_to_the_upstream_and_mcp_calls(
         traced, demo, upstream):
     deployment, receiver = traced
@@ -64,21 +85,29 @@ def test_one_trace_from_the_post_through_the_run_queue_to_the_upstream_and_mcp_c
                 "tools": [{"type": "mcp", "server_label": "demo", "server_url": demo.url,
                            "require_approval": "never"}]}) as response:
             raw = response.read()
-    _, final = check_sse_stream(raw)
+    events, final = check_sse_stream(raw)
     # the run's span ends after its last upstream call and may come in a later export batch
     spans = spans_until(receiver, lambda spans: any(
         s["name"] == "POST /v1/responses" for s in spans) and sum(
         s["name"] == "chat fake-tool-caller" for s in spans) == 2 and any(
-        s["name"] == "run" for s in spans))
+        s["name"] == "run" for s in spans) and any(
+        s["name"] == "relay response" for s in spans))
     [post] = [s for s in spans if s["name"] == "POST /v1/responses"]
     trace_id = post["trace_id"]
     assert (post["kind"], post["parent_id"], post["scope"]) == (
         "server", "", "opentelemetry.instrumentation.asgi")
+    # the web's relay of the stream: one span beside the run, its events those the client got
+    gateway_spans = by_scope(spans, "responses-gateway", trace_id)
+    [relay] = [s for s in gateway_spans if s["name"] == "relay response"]
+    assert (relay["kind"], relay["parent_id"], relay["status"], relayed(relay)) == (
+        "internal", post["span_id"], UNSET, {
+            "gateway.response.id": final["id"], "gateway.relay.transport": "sse",
+            "gateway.relay.events": len(events), "gateway.relay.outcome": "completed"})
     # the web -> worker hop: the run continues the POST's trace, as its child
-    [run] = by_scope(spans, "responses-gateway", trace_id)[-1:]
+    ours = [s for s in gateway_spans if s is not relay]  # the worker's, as it ended them
+    [run] = ours[-1:]
     assert (run["name"], run["kind"], run["parent_id"], run["attributes"]) == (
         "run", "consumer", post["span_id"], {"gateway.response.id": final["id"]})
-    ours = by_scope(spans, "responses-gateway", trace_id)
     assert [(s["name"], s["kind"], s["parent_id"]) for s in ours] == [
         ("tools/list", "client", run["span_id"]),
         ("chat fake-tool-caller", "client", run["span_id"]),
@@ -121,6 +150,128 @@ def test_one_trace_from_the_post_through_the_run_queue_to_the_upstream_and_mcp_c
               if '"gateway.access"' in line and "req-traced-1" in line]
     assert [(a["message"], a["request_id"], a["trace_id"]) for a in access] == [
         ("POST /v1/responses 200", "req-traced-1", trace_id)]
+
+
+def test_each_websocket_turn_is_a_trace_of_its_own_with_its_run_and_its_relay(traced):
+    deployment, receiver = traced
+    key = deployment.new_api_key("tracer")
+    with open_socket(deployment, key) as ws:
+        first_events, first = checked_turn(ws, model="fake-text", input="hi")
+        second_events, second = checked_turn(ws, model="fake-drop", input="and?",
+                                             previous_response_id=first["id"])
+        refused = error_turn(ws, input="no model")
+    assert (first["status"], second["status"], refused["status"]) == (
+        "completed", "failed", 400)
+    turn_name = "WEBSOCKET response.create"
+    # the connection's span ends with the socket: after its turns'
+    spans = spans_until(receiver, lambda spans: all(
+        of_response(spans, name, final["id"]) for final in (first, second)
+        for name in (turn_name, "relay response", "run")) and any(
+        s["name"] == "HTTP /v1/responses" for s in spans))
+    [connection] = [s for s in spans if s["name"] == "HTTP /v1/responses"]
+    assert (connection["kind"], connection["parent_id"], connection["scope"]) == (
+        "server", "", "opentelemetry.instrumentation.asgi")
+    outcomes = {first["id"]: (UNSET, {"gateway.relay.outcome": "completed"}),
+                second["id"]: (ERROR, {"gateway.relay.outcome": "failed",
+                                       "error.type": second["error"]["code"]})}
+    traces = set()
+    for model, events, final in (("fake-text", first_events, first),
+                                 ("fake-drop", second_events, second)):
+        [turn] = of_response(spans, turn_name, final["id"])
+        traces.add(turn["trace_id"])
+        # a trace of its own, linked to the connection's
+        assert (turn["kind"], turn["parent_id"], turn["status"], turn["links"]) == (
+            "server", "", UNSET, [(connection["trace_id"], connection["span_id"])])
+        request_id = turn["attributes"]["gateway.request.id"]
+        assert request_id.startswith("req_")
+        assert turn["attributes"] == {"gateway.request.id": request_id,
+                                      "gateway.response.id": final["id"],
+                                      "gateway.websocket.status": 200}
+        ours = by_scope(spans, "responses-gateway", turn["trace_id"])
+        [run] = [s for s in ours if s["name"] == "run"]
+        [relay] = [s for s in ours if s["name"] == "relay response"]
+        assert sorted((s["name"], s["kind"], s["parent_id"]) for s in ours) == sorted([
+            (turn_name, "server", ""), ("run", "consumer", turn["span_id"]),
+            (f"chat {model}", "client", run["span_id"]),
+            ("relay response", "internal", turn["span_id"])])
+        status, outcome = outcomes[final["id"]]
+        assert (relay["status"], relayed(relay)) == (status, {
+            "gateway.response.id": final["id"], "gateway.relay.transport": "websocket",
+            "gateway.relay.events": len(events), **outcome})
+    # a refused frame: a turn without a response, run or relay
+    [turn] = [s for s in spans if s["name"] == turn_name
+              and s["attributes"].get("gateway.websocket.status") == 400]
+    assert (turn["parent_id"], turn["status"], turn["links"]) == (
+        "", UNSET, [(connection["trace_id"], connection["span_id"])])
+    assert turn["attributes"] == {"gateway.request.id": turn["attributes"]["gateway.request.id"],
+                                  "gateway.websocket.status": 400,
+                                  "error.type": refused["error"]["code"]}
+    assert by_scope(spans, "responses-gateway", turn["trace_id"]) == [turn]
+    assert len(traces | {connection["trace_id"], turn["trace_id"]}) == 4
+
+
+def test_a_resumed_stream_and_a_chat_completion_stream_are_relayed_in_a_span_each(traced):
+    deployment, receiver = traced
+    key = deployment.new_api_key("tracer")
+    with deployment.client(key) as api:
+        stored = api.post("/responses", json={"model": "fake-text", "input": "hi"}).json()
+        with api.stream("GET", f"/responses/{stored['id']}",
+                        params={"stream": "true", "starting_after": "2"}) as response:
+            resumed = parse_sse(response.read()).events
+        with api.stream("POST", "/chat/completions", json={
+                "model": "fake-text", "stream": True,
+                "messages": [{"role": "user", "content": "hi"}]}) as response:
+            chat = response.read()
+    assert [event["sequence_number"] for event in resumed][:1] == [3]
+    blocks = [block for block in chat.split(b"\n\n") if block]  # chunks, then [DONE]
+    assert blocks[-1] == b"data: [DONE]"
+    completion_id = json.loads(blocks[0].removeprefix(b"data: "))["id"]
+    spans = spans_until(receiver, lambda spans: of_response(
+        spans, "relay response", stored["id"]) and of_response(
+        spans, "relay chat.completion", completion_id) and of_response(
+        spans, "run", completion_id))
+    [resume] = of_response(spans, "relay response", stored["id"])
+    [get] = [s for s in spans if s["span_id"] == resume["parent_id"]]
+    assert (get["name"], get["kind"], get["trace_id"]) == (
+        f"GET /v1/responses/{stored['id']}", "server", resume["trace_id"])
+    assert (resume["kind"], resume["status"], relayed(resume)) == ("internal", UNSET, {
+        "gateway.response.id": stored["id"], "gateway.relay.transport": "sse",
+        "gateway.relay.starting_after": 2, "gateway.relay.events": len(resumed),
+        "gateway.relay.outcome": "completed"})
+    [relay] = of_response(spans, "relay chat.completion", completion_id)
+    [run] = of_response(spans, "run", completion_id)
+    [post] = [s for s in spans if s["span_id"] == relay["parent_id"]]
+    assert (post["name"], run["parent_id"], run["trace_id"], relay["trace_id"]) == (
+        "POST /v1/chat/completions", post["span_id"], post["trace_id"], post["trace_id"])
+    assert (relay["kind"], relay["status"], relayed(relay)) == ("internal", UNSET, {
+        "gateway.response.id": completion_id, "gateway.relay.transport": "sse",
+        "gateway.relay.events": len(blocks), "gateway.relay.outcome": "completed"})
+
+
+def test_a_stream_whose_client_left_says_so_with_the_events_it_got(traced, upstream):
+    deployment, receiver = traced
+    key = deployment.new_api_key("tracer")
+    model = f"bench-10-1-held3-relay{time.time_ns()}"  # held after `w0 w1 w2 `
+    try:
+        with deployment.client(key) as api:
+            with api.stream("POST", "/responses", json={
+                    "model": model, "input": "hi", "stream": True}) as response:
+                events = []
+                for line in response.iter_lines():
+                    if line.startswith("data: "):
+                        events.append(json.loads(line[6:]))
+                    if [e["type"] for e in events].count("response.output_text.delta") == 3:
+                        break
+        response_id = events[0]["response"]["id"]
+        spans = spans_until(receiver, lambda spans: of_response(
+            spans, "relay response", response_id))
+    finally:
+        upstream.release(model)
+    [relay] = of_response(spans, "relay response", response_id)
+    assert (relay["status"], relayed(relay)) == (UNSET, {
+        "gateway.response.id": response_id, "gateway.relay.transport": "sse",
+        "gateway.relay.events": len(events), "gateway.relay.outcome": "client_disconnected"})
+    assert len(events) == 7  # created, in_progress, the item and its part added, 3 deltas
 
 
 def test_a_django_view_is_traced_by_the_django_instrumentation(traced):

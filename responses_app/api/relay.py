@@ -10,7 +10,8 @@ Then events are sent as they arrive, what is queued at once in one write, with a
 keep-alive whenever nothing flowed for SSE_KEEPALIVE_SECONDS, and `data: [DONE]` after the
 end. Replies are front-agnostic: a status, headers and either a body or an async byte
 stream; a front that can write to its connection synchronously may also have the events
-that arrive while the stream waits written at once (`write_through`).
+that arrive while the stream waits written at once (`write_through`). Each stream is
+traced by one span, recorded when it ends (relay_span.py).
 """
 import logging
 from contextlib import aclosing
@@ -26,6 +27,7 @@ from ..bus import KEEPALIVE
 from ..bus.entries import Entry, failure_of
 from ..errors import CRASHED, APIError, ServiceUnavailable
 from . import framing
+from .relay_span import RESPONSE, RelaySpan, response_terminal
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,7 @@ class Reply:
     stream: AsyncIterator[bytes] | None = None
     subscription: object = None  # what `stream` relays (write_through)
     frame: Callable[[list], bytes] = framing.sse  # its events as body bytes (write_through)
+    span: RelaySpan | None = None  # the stream's span (write_through counts its events)
 
 
 def json_reply(status: int, payload: dict, headers: dict | None = None) -> Reply:
@@ -80,22 +83,29 @@ async def _withdrawn(subscription) -> bool:
     return withdrawn
 
 
-async def batches(subscription, first: Entry | None = None, counted: bool = True):
+async def batches(subscription, first: Entry | None = None, span: RelaySpan | None = None):
     """The subscribed events from `first` on as they arrive: what is queued at once is one
     batch `(events, last)`, `last` the batch's last entry (`last.end`: the run's end is
     among them, `last.events[-1]` its terminal event unless it ended without one;
     `last.error`: the bus failed under us, the stream stops without its end: the client
     can resume or GET the response); KEEPALIVE after SSE_KEEPALIVE_SECONDS without any.
-    It stops after the batch whose `last.end`. `counted`: in the streams metrics. Iterate
-    it under `contextlib.aclosing`: its metrics settle when the client leaves.
+    It stops after the batch whose `last.end`. `span`: a stream's (its events counted
+    there and in the streams metrics; None: a client waiting for the whole response).
+    Iterate it under `contextlib.aclosing`: its metrics settle when the client leaves.
 
     A tuple rather than an object per batch: at 5 ms pacing a stream is ~200 batches of
     one event, and the relay's cost per batch is what the web spends per event."""
     keepalive = settings.SSE_KEEPALIVE_SECONDS
-    if counted:
+    if span is not None:
         ACTIVE_STREAMS.inc()
     try:
-        entry = first if first is not None else await subscription.get(keepalive)
+        entry = first
+        while entry is None or entry is KEEPALIVE:  # a resume: the run's first entry
+            if entry is KEEPALIVE:
+                yield KEEPALIVE
+            entry = await subscription.get(keepalive)
+        if span is not None:
+            span.first()
         while True:
             if entry is KEEPALIVE:
                 yield KEEPALIVE
@@ -113,13 +123,14 @@ async def batches(subscription, first: Entry | None = None, counted: bool = True
                         break
                     events = events + entry.events
                 yield events, entry
-                if counted:
+                if span is not None:
                     EVENTS_RELAYED.inc(len(events))
+                    span.events += len(events)
                 if entry.end:
                     return
             entry = await subscription.get(keepalive)
     finally:
-        if counted:
+        if span is not None:
             ACTIVE_STREAMS.dec()
 
 
@@ -140,18 +151,23 @@ async def started_entry(subscription, what: str = "response") -> Entry:
 async def stream_reply(subscription, abandoned: Abandoned = None) -> Reply:
     """Relay the subscribed events as an SSE stream, once the first is there; `abandoned`
     is awaited if the stream stops before the run's end (the client left)."""
+    span = RelaySpan(RESPONSE, subscription.response_id, "sse")
     first = await started_entry(subscription)
-    return Reply(200, SSE_HEADERS, stream=_sse_body(subscription, first, abandoned),
-                 subscription=subscription)
+    span.first()
+    return Reply(200, SSE_HEADERS, stream=_sse_body(subscription, first, abandoned, span),
+                 subscription=subscription, span=span)
 
 
-def resume_reply(subscription, abandoned: Abandoned = None) -> Reply:
-    """Replay the subscribed events, then follow live ones until the end.
+def resume_reply(subscription, abandoned: Abandoned = None,
+                 starting_after: int | None = None) -> Reply:
+    """Replay the subscribed events, then follow live ones until the end (`starting_after`:
+    the client's cursor, for the span, when it asked for one).
 
     Unlike a fresh stream it answers at once: the run may still be queued behind others,
     and keep-alives hold the connection meanwhile."""
-    return Reply(200, SSE_HEADERS, stream=_sse_body(subscription, None, abandoned),
-                 subscription=subscription)
+    span = RelaySpan(RESPONSE, subscription.response_id, "sse", starting_after)
+    return Reply(200, SSE_HEADERS, stream=_sse_body(subscription, None, abandoned, span),
+                 subscription=subscription, span=span)
 
 
 def write_through(reply: Reply, write: Callable[[bytes], None]) -> None:
@@ -166,13 +182,14 @@ def write_through(reply: Reply, write: Callable[[bytes], None]) -> None:
     Measured (with api/daphne_write.py): the web's CPU per response at 50 ms pacing, 100
     held streams, 12.0 and 10.6 vs 20.1 and 20.4 ms (0.52-0.60x; paired rounds against
     58083d9, 2026-11-27; docs/architecture.md's ledger, "SSE write-through")."""
-    frame = reply.frame
+    frame, span = reply.frame, reply.span
 
     def direct(entry: Entry) -> None:
         data = frame(entry.events)
         if data:  # an empty write would end a chunked body
             write(data)
         EVENTS_RELAYED.inc(len(entry.events))
+        span.events += len(entry.events)
 
     reply.subscription.direct = direct
 
@@ -183,7 +200,7 @@ async def final_reply(subscription) -> Reply:
     try:
         first = await first_entry(subscription)
         terminal = None
-        async with aclosing(batches(subscription, first, counted=False)) as relayed:
+        async with aclosing(batches(subscription, first)) as relayed:
             async for batch in relayed:
                 if batch is KEEPALIVE:
                     continue
@@ -207,10 +224,11 @@ async def final_reply(subscription) -> Reply:
     return json_reply(200, resource)
 
 
-async def _sse_body(subscription, first: Entry | None, abandoned: Abandoned):
+async def _sse_body(subscription, first: Entry | None, abandoned: Abandoned,
+                    span: RelaySpan):
     finished = False
     try:
-        async with aclosing(batches(subscription, first)) as relayed:
+        async with aclosing(batches(subscription, first, span)) as relayed:
             async for batch in relayed:
                 if batch is KEEPALIVE:
                     yield framing.KEEPALIVE
@@ -221,6 +239,10 @@ async def _sse_body(subscription, first: Entry | None, abandoned: Abandoned):
                 elif events:
                     yield framing.sse(events)
         finished = True
+        span.end_with(last, response_terminal)
+    except BaseException as exc:
+        span.raised(exc)
+        raise
     finally:
         subscription.close()
         if not finished and abandoned is not None:

@@ -10,6 +10,11 @@ the run started is an `error` frame in OpenAI's WebSocket shape. Under Daphne th
 that arrive while the turn waits are written through from the web's read of the bus, as
 an SSE stream's are (`_write_through`; the turn's own frames, its first events and its end
 still go through the consumer's send, in order with them: the two never run at once).
+
+Traced, a turn is a trace of its own, as an HTTP request is: its `WEBSOCKET
+response.create` server span (linked to the connection's span, which lasts as long as
+the socket) is current while it creates the run, so the worker's `run` continues it, and
+its relay is a `relay response` span under it (relay_span.py).
 """
 import logging
 import time
@@ -17,6 +22,7 @@ from contextlib import aclosing
 
 import orjson
 
+from observability import tracing
 from observability.http import Exchange
 from observability.metrics import EVENTS_RELAYED
 
@@ -24,6 +30,7 @@ from . import framing, relay, streaming
 from ..bus import KEEPALIVE
 from ..bus.entries import failure_of
 from ..errors import InvalidRequest, ServerError, as_api_error
+from .relay_span import RESPONSE, RelaySpan, response_terminal
 from .socket_state import SocketState
 from .socket_steer import unsteerable
 
@@ -32,6 +39,7 @@ log = logging.getLogger(__name__)
 ROUTE = "v1/responses"
 PATH = "/v1/responses"
 METHOD = "WEBSOCKET"
+SPAN = "WEBSOCKET response.create"
 USABLE_STATUSES = {"completed", "incomplete"}
 
 
@@ -67,24 +75,49 @@ class Turn:
         self.started, self.final = False, None
         self.last_event: bytes | None = None  # the last event sent (its terminal one)
         self.status = 200  # as an HTTP create would have answered, for metrics and the log
+        self.refusal = None  # the error of a run that failed before it started
 
     async def run(self) -> None:
-        try:
-            await self._run()
-        except Exception as exc:
-            error = as_api_error(exc)
-            if error is None:
-                log.exception("websocket turn failed")
-                error = ServerError("The server had an error while processing your request.")
-            self.status = error.status
-            self.state.evict(self.previous)
-            await self.send(framing.websocket_error(error))
-            await self.socket.refused(error)
-        finally:
-            self.steerable = False
-            if self.subscription is not None:
-                self.subscription.close()
-            self.exchange.answered(ROUTE, PATH, self.status)
+        with tracing.turn_span(SPAN, self._span_attributes()) as span:
+            error = None
+            try:
+                await self._run()
+            except Exception as exc:
+                error = as_api_error(exc)
+                if error is None:
+                    log.exception("websocket turn failed")
+                    error = ServerError("The server had an error while processing your "
+                                        "request.")
+                self.status = error.status
+                self.state.evict(self.previous)
+                await self.send(framing.websocket_error(error))
+                await self.socket.refused(error)
+            finally:
+                self.steerable = False
+                if self.subscription is not None:
+                    self.subscription.close()
+                self.exchange.answered(ROUTE, PATH, self.status)
+                if span is not None:
+                    self._end_span(span, error)
+
+    def _span_attributes(self) -> dict:
+        attributes = {"gateway.request.id": self.exchange.request_id}
+        if self.stream_id is not None:
+            attributes["gateway.websocket.stream_id"] = self.stream_id
+        return attributes
+
+    def _end_span(self, span, error) -> None:
+        """The turn's outcome on its span: the response, the status an HTTP create would
+        have answered, the error's code (an error status from 500 on, as a server span's)."""
+        if self.job is not None:
+            span.set_attribute("gateway.response.id", self.job.id)
+        span.set_attribute("gateway.websocket.status", self.status)
+        error = error or self.refusal
+        if error is not None:
+            if error.status >= 500:
+                tracing.failed(span, error.code or error.type)
+            else:
+                span.set_attribute("error.type", error.code or error.type)
 
     async def send(self, event: bytes) -> None:
         """One frame to the client: an event's JSON, tagged with the stream it belongs to."""
@@ -112,32 +145,39 @@ class Turn:
 
     async def _relay(self) -> dict | None:
         """Send the run's events; the final response object (None: it ended without one)."""
+        span = RelaySpan(RESPONSE, self.subscription.response_id, "websocket")
         first = await relay.first_entry(self.subscription)
         if first.error is not None:  # the run failed before it started (e.g. upstream 429)
-            error = failure_of(first)
+            error = self.refusal = failure_of(first)
             self.status = error.status
             await self.send(framing.websocket_error(error))
             return None
+        span.first()
         self.started = True
-        self._write_through()
-        async with aclosing(relay.batches(self.subscription, first)) as batches:
-            async for batch in batches:
-                if batch is KEEPALIVE:
-                    continue
-                events, entry = batch
-                if entry.end and entry.error is None:  # steering closes before the end
-                    self.steerable = False
-                for event in events:
-                    await self.send(event)
-                if events:
-                    self.last_event = events[-1]
-                if entry.error is not None:  # the bus failed under us
-                    return None
+        self._write_through(span)
+        try:
+            async with aclosing(relay.batches(self.subscription, first, span)) as batches:
+                async for batch in batches:
+                    if batch is KEEPALIVE:
+                        continue
+                    events, entry = batch
+                    if entry.end and entry.error is None:  # steering closes before the end
+                        self.steerable = False
+                    for event in events:
+                        await self.send(event)
+                    if events:
+                        self.last_event = events[-1]
+            span.end_with(entry, response_terminal)
+        except BaseException as exc:
+            span.raised(exc)
+            raise
+        if entry.error is not None:  # the bus failed under us
+            return None
         last = self.last_event
         event = orjson.loads(last) if last is not None else {}
         return event.get("response") if event.get("type") != "error" else None
 
-    def _write_through(self) -> None:
+    def _write_through(self, span: RelaySpan) -> None:
         """Under Daphne, have the run's events that arrive while this turn waits written
         as frames at once by the bus reader's pass (Subscription.direct), each entry's in
         one write, rather than each entry waking the turn's task, which then sends each
@@ -158,6 +198,7 @@ class Turn:
                 return False  # not open: the task's send meets it, as before
             self.last_event = events[-1]
             EVENTS_RELAYED.inc(len(events))
+            span.events += len(events)
             return True
 
         self.subscription.direct = direct

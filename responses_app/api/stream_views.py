@@ -53,7 +53,7 @@ async def resume_response(request, response_id: str):
     after = streaming.starting_after(_last(request.GET, "starting_after"))
     subscription = await streaming.follow(request.headers.get("Authorization"), response_id,
                                           after, request.exchange)
-    return django_response(relay.resume_reply(subscription))
+    return django_response(relay.resume_reply(subscription, starting_after=after))
 
 
 def request_body(request) -> bytes:
