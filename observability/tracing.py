@@ -14,9 +14,10 @@ its own (`turn_span`); the web's relay of a stream is one span recorded at its e
 
 Off, nothing here imports the SDK, the ASGI app is not wrapped, a run message carries no
 context and every span helper is a `nullcontext` (`past_span` is not called): no
-per-request or per-event work. On, the ASGI instrumentation wraps each connection's `send`,
-so Daphne's synchronous writes (responses_app/api/daphne_write.py) are not found and
-streams take the ASGI path.
+per-request or per-event work. On, the ASGI instrumentation wraps each connection's `send`
+(its message spans left out, `wrap_asgi`); Daphne's synchronous writes
+(responses_app/api/daphne_write.py) find Daphne's `send` beneath that wrapper, so traced
+streams are written through as untraced ones are.
 Imported by the settings module (for the log format): no Django imports at module level.
 """
 import logging

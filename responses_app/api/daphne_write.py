@@ -35,6 +35,7 @@ from functools import partial
 def _daphne_target(send):
     """The protocol Daphne's `send` answers on, and its server; (None, None) elsewhere."""
     daphne = sys.modules.get("daphne.server")  # imported by Daphne alone (it installs a reactor)
+    send = _unwrapped(send)
     if (daphne is None or not isinstance(send, partial) or len(send.args) != 1
             or not isinstance(getattr(send.func, "__self__", None), daphne.Server)
             or send.func.__name__ != "handle_reply"):
@@ -90,6 +91,21 @@ def frame_writer(send):
         return True
 
     return write
+
+
+def _unwrapped(send):
+    """Daphne's `send` under OpenTelemetry's ASGI middleware (tracing on: its `otel_send`,
+    made with functools.wraps). With its message spans left out (observability/tracing.py's
+    `exclude_spans`), that wrapper does nothing with a body chunk that is not the last, nor
+    with a WebSocket text frame but set the connection span's status to 200 again (the
+    first frames, and the handshake, still go through it): writing those past it, tracing on
+    keeps the write-through. Any other wrapper is kept (its `send` is not known)."""
+    inner = getattr(send, "__wrapped__", None)
+    code = getattr(send, "__code__", None)  # the wrapper's own (wraps copies the names)
+    if (inner is not None and code is not None and code.co_name == "otel_send"
+            and "opentelemetry" in code.co_filename):
+        return inner
+    return send
 
 
 def _plain_text_frame(protocol, size: int) -> bool:
