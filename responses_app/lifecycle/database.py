@@ -20,6 +20,7 @@ import asyncio
 from django.conf import settings
 from django.db import connection
 
+from .. import pooled_connections
 from ..errors import is_backing_service_outage
 
 # OPTIONS of Django's Postgres backend that are not libpq connection parameters.
@@ -35,7 +36,7 @@ async def fetchone(sql: str, params, durable: bool = True) -> tuple | None:
     its commit does not wait for the disk (see above)."""
     global _away
     try:
-        async with (await _pool(durable)).connection() as conn:
+        async with pooled_connections.connection(await _pool(durable)) as conn:
             cursor = await conn.execute(sql, params)
             row = await cursor.fetchone() if cursor.description else None
     except Exception as exc:
