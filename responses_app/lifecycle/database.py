@@ -3,6 +3,9 @@ psycopg's async connections, a small pool per event loop, so none waits for a da
 thread (a hop to a thread and back wakes a thread, and waits for a free one on a busy
 process).
 
+A connection taken from a pool is a live one (pooled_connections.py): one that died idle
+through an outage is not the first statement's after it.
+
 A statement is durable (its commit returns once the WAL is on disk) unless its caller
 says it need not be: then it goes through the loop's second pool, whose sessions set
 Postgres' `synchronous_commit = off`. Such a commit is visible to every session at once,
