@@ -17,6 +17,10 @@ if DATABASE_URL:
     DATABASES = {"default": env.db_url_config(DATABASE_URL)}
 else:
     DATABASES = {"default": embedded_postgres.database_settings(EMBEDDED_PGDATA)}
+# Django's PostgreSQL backend, whose pool hands out live connections only (gateway/postgres:
+# the first request after an outage is not failed by a connection the outage killed).
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"]["ENGINE"] = "gateway.postgres"
 # A pool, not persistent connections: ASGI requests and worker threads come and go.
 DATABASES["default"]["CONN_MAX_AGE"] = 0
 # How long a request waits for the database before it is answered 503 (with Retry-After):

@@ -94,6 +94,14 @@ class Host:
         for rule in self._drop_rules(address, port):
             ip("netns", "exec", self.namespace, "iptables", "-D", *rule)
 
+    def connections_to(self, address: str, port: int) -> int:
+        """How many TCP connections to `address:port` this host's kernel holds established
+        (one it has given up on, its keepalive probes or data unanswered, is not)."""
+        listed = subprocess.run(
+            ["ip", "netns", "exec", self.namespace, "ss", "-Htn", "state", "established",
+             "dst", f"{address}:{port}"], check=True, capture_output=True, text=True, timeout=30)
+        return len(listed.stdout.splitlines())
+
     @staticmethod
     def _drop_rules(address: str, port: int) -> list[list[str]]:
         return [["OUTPUT", "-p", "tcp", "-d", address, "--dport", str(port), "-j", "DROP"],

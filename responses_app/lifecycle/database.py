@@ -3,6 +3,9 @@ psycopg's async connections, a small pool per event loop, so none waits for a da
 thread (a hop to a thread and back wakes a thread, and waits for a free one on a busy
 process).
 
+A connection taken from a pool is a live one (pooled_connections.py): one that died idle
+through an outage is not the first statement's after it.
+
 A statement is durable (its commit returns once the WAL is on disk) unless its caller
 says it need not be: then it goes through the loop's second pool, whose sessions set
 Postgres' `synchronous_commit = off`. Such a commit is visible to every session at once,
@@ -20,6 +23,7 @@ import asyncio
 from django.conf import settings
 from django.db import connection
 
+from .. import pooled_connections
 from ..errors import is_backing_service_outage
 
 # OPTIONS of Django's Postgres backend that are not libpq connection parameters.
@@ -35,7 +39,7 @@ async def fetchone(sql: str, params, durable: bool = True) -> tuple | None:
     its commit does not wait for the disk (see above)."""
     global _away
     try:
-        async with (await _pool(durable)).connection() as conn:
+        async with pooled_connections.connection(await _pool(durable)) as conn:
             cursor = await conn.execute(sql, params)
             row = await cursor.fetchone() if cursor.description else None
     except Exception as exc:
