@@ -500,3 +500,26 @@ def test_a_background_run_whose_claim_is_refused_is_failed_at_once(
     assert replay.events[-1]["response"] == failed
     assert (charged(windowed, created["id"]), clean_upstream.requests()) == ([], [])
     wait_for(lambda: no_message_held(windowed), "the message settled")
+
+
+def test_a_run_message_whose_job_cannot_be_read_answers_its_client(windowed, api):
+    """Messages whose job this worker cannot read (a field another version would add, put
+    on the run queue by hand): a response's whose client waits (its row not written) and a
+    chat completion's. Before, each raised as it was read, stayed on its worker's
+    processing list and its client was answered nothing. As a crash before the claim: the
+    bare 500 on its stream, no row, its message settled."""
+    first = api.post("/responses", json={"model": "fake-echo", "input": "hi"}).json()
+    [(tenant_id,)] = sql(windowed, "SELECT tenant_id FROM responses WHERE id = %s", first["id"])
+    response_id, completion_id = "resp_" + "d" * 48, "chatcmpl-" + "d" * 29
+    client = redis.Redis.from_url(windowed.env["REDIS_URL"])
+    client.lpush("gw:runs", orjson.dumps({"id": response_id, "job": None, "awaited": {
+        "tenant_id": tenant_id, "model": "fake-echo", "context": {}, "priority": 1}}))
+    client.lpush("gw:runs", orjson.dumps({"id": completion_id, "chat": {
+        "id": completion_id, "tenant_id": tenant_id, "model": "fake-echo", "priority": 1}}))
+    answers = [wait_for(lambda: client.xrange(f"gw:events:{run_id}"), "the run's answer")
+               for run_id in (response_id, completion_id)]
+    assert [[(entry_id, orjson.loads(fields[b"x"])) for entry_id, fields in answer]
+            for answer in answers] == [
+        [(b"0-1", {"status": 500, "body": BARE_500, "headers": {}})]] * 2
+    assert sql(windowed, "SELECT id FROM responses WHERE id = %s", response_id) == []
+    wait_for(lambda: no_message_held(windowed), "the messages settled")

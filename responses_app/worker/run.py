@@ -15,8 +15,9 @@
    outage (our bug: a stored item its chat request cannot be built from) still goes on
    to stream, `unprepared` (run_job.py): its streaming phase fails at once, as a crash
    before any event (its client gets a 500, nothing stored; background: stored failed).
-   Anything else it raises before its claim is won, not through an outage (its route
-   table unreadable, its claim's statement refused: our bug), ends it at once as a crash
+   Anything else it raises before its claim is won, not through an outage (its message's
+   job or its route table unreadable, its claim's statement refused: our bug, or a
+   message another version wrote), ends it at once as a crash
    then (run_crash.unclaimed: its waiting client answered the bare 500; background: its
    queued row failed), its message settled;
 2. streaming, with the tool loop: the upstream's chunks become the response's events on
@@ -50,7 +51,7 @@ from mcp_tools.run_plan import mcp_run_plan
 
 from .. import lifecycle
 from ..bus.entries import failure_entry, stamped_entry
-from ..delivery.jobs import MESSAGE_KINDS, Awaited, Job, run_of_kind
+from ..delivery.jobs import MESSAGE_KINDS, Awaited, Job, Unreadable, run_of_kind
 from . import loop
 from ..delivery.heartbeat import worker_id
 from ..errors import is_backing_service_outage
@@ -72,11 +73,12 @@ def execute_run(response_id: str, job: Job | None = None) -> None:
     loop.run(run_response(response_id, job))
 
 
-async def run_response(response_id: str, carried: Job | Awaited | None = None,
+async def run_response(response_id: str, carried: Job | Awaited | Unreadable | None = None,
                        settled: Callable[[bool], None] | None = None) -> None:
     """Run the response `response_id`; `carried` is its job when its message carried it (a
     foreground run that reads nothing stored: no history, no MCP tools), or what its message
-    says of its waiting client when the web wrote its row (Awaited). `settled(True)` is
+    says of its waiting client when the web wrote its row (Awaited), or that its job cannot
+    be read (Unreadable: it ends as a crash before its claim). `settled(True)` is
     called once its claim is won or lost, `settled(False)` if the claim failed (the run
     queue's acknowledgement; `settled(ABANDONED)` if the run was abandoned: run_abandon.py)."""
     kind = getattr(carried, "kind", None)
@@ -160,6 +162,8 @@ async def _claiming(response_id: str, carried: Job | Awaited | None,
     abandoned). Raising (not an outage), the run crashed before its claim."""
     if carried is None or isinstance(carried, Awaited):
         return await _claiming_row(response_id, carried, settled)
+    if isinstance(carried, Unreadable):  # its message's job cannot be read
+        raise carried.error
     deadline = time.monotonic() + settings.DATABASE_WAIT_SECONDS
     try:  # before the claim: a route table read (every UPSTREAM_ROUTES_CACHE_SECONDS) that
         # meets an outage abandons the run as its claim would, nothing written yet
