@@ -1,8 +1,8 @@
 """The ends of a response decided outside its run, from a thread: cancelled while queued
 (the cancel service), orphaned (the watchdog: its worker died; or its run crashed before
-its claim), never started (the run was
-not sent, the upstream refused it before it started, or its claim met a database outage
-and its client was answered 503); and the settlement every ended run owes its admission.
+its claim), never started (the run was not sent, the upstream refused it before it
+started, or its claim met a database outage and its client was answered 503); and the
+settlement every ended run owes its admission.
 
 Each end is one conditional write (a claim, a late worker's store, or another end then
 finds nothing to do), then the admission is settled and the event stream ended.

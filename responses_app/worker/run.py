@@ -17,9 +17,9 @@
    before any event (its client gets a 500, nothing stored; background: stored failed).
    Anything else it raises before its claim is won, not through an outage (its message's
    job or its route table unreadable, its claim's statement refused: our bug, or a
-   message another version wrote), ends it at once as a crash
-   then (run_crash.unclaimed: its waiting client answered the bare 500; background: its
-   queued row failed), its message settled;
+   message another version wrote), ends it at once as a crash then (run_crash.unclaimed:
+   its waiting client answered the bare 500; background: its queued row failed), its
+   message settled;
 2. streaming, with the tool loop: the upstream's chunks become the response's events on
    the bus (run_streaming.py), until an `Ending`;
 3. storing: the result is committed (lifecycle.store_result) before its terminal event is
@@ -129,7 +129,7 @@ def _ignored(settled: bool) -> None:
     return None
 
 
-async def _crashed_unclaimed(response_id: str, carried: Job | Awaited | None,
+async def _crashed_unclaimed(response_id: str, carried: Job | Awaited | Unreadable | None,
                              settled: Callable[[bool], None]) -> None:
     """The run raised before its claim, not through an outage (our bug): ended as a crash
     then (run_crash.unclaimed), its client (if one waits: `carried`) answered the 500."""
