@@ -6,6 +6,8 @@ by SQL) is its crash, a 500, also when it keeps its job from being prepared (its
 request cannot be built: the run crashes before it streams, answered as any crash then).
 Either way the tokens spent are counted once, with the exact errors, stored rows and
 upstream requests."""
+import time
+
 import orjson
 import psycopg
 import pytest
@@ -388,3 +390,136 @@ def test_a_chat_run_that_raises_before_its_own_handling_answers_its_client(windo
     wait_for(lambda: not any(client.lrange(key, 0, -1)
                              for key in client.keys("gw:processing:*")), "the message acked")
     assert client.llen("gw:runs") == 0
+
+
+# --- the run's crash before its claim ----------------------------------------------------
+
+def no_message_held(deployment) -> bool:
+    """Whether the run queue and the workers' processing lists are empty (messages settled)."""
+    client = redis.Redis.from_url(deployment.env["REDIS_URL"])
+    return client.llen("gw:runs") == 0 and not any(
+        client.lrange(key, 0, -1) for key in client.keys("gw:processing:*"))
+
+
+def test_a_run_whose_route_table_cannot_be_read_before_its_claim_is_a_bare_500_at_once(
+        windowed, api, keys, clean_upstream):
+    """A route row whose extra headers are not an object (by SQL; the admin and the command
+    take an object only): the workers' read of the route table raises, which a run that
+    carries its job does before its claim (before, it raised out of the run: its message
+    stayed on its worker's processing list, its client waited for 'No worker started').
+    As a crash before anything: its client (JSON, stream, WebSocket) gets the bare 500 at
+    once, no row, nothing charged, the upstream not called, its message settled; the
+    route fixed, the worker serves the next request."""
+    before, spent = stored_rows(windowed), sql(windowed, "SELECT * FROM accounting_responseusage")
+    sql(windowed, "UPDATE upstream_routes SET extra_headers = '\"x-oops\"' WHERE name = 'small'")
+    try:
+        time.sleep(5.5)  # the workers' route tables read before expire (5 s: the default)
+        replies = [api.post("/responses", json={"model": "fake-echo", "input": "hello",
+                                                "stream": stream}) for stream in (False, True)]
+        with open_socket(windowed, keys[0]) as ws:
+            frame = error_turn(ws, model="fake-echo", input="hello")
+    finally:
+        sql(windowed, "UPDATE upstream_routes SET extra_headers = '{}' WHERE name = 'small'")
+    assert [(r.status_code, r.json()) for r in replies] == [(500, BARE_500)] * 2
+    assert frame == {"type": "error", "status": 500, **BARE_500}
+    assert clean_upstream.requests() == []
+    assert (stored_rows(windowed), sql(windowed, "SELECT * FROM accounting_responseusage")) == (
+        before, spent)
+    wait_for(lambda: no_message_held(windowed), "the messages settled")
+    after = api.post("/responses", json={"model": "fake-echo", "input": "still here"}).json()
+    assert after["status"] == "completed"
+
+
+# A trigger refuses the claim of a response whose input names a mark: its statement raises
+# (not an outage), whether it takes the row the web wrote or writes it as claimed.
+REFUSE_CLAIM = """
+CREATE FUNCTION refuse_claim() RETURNS trigger AS $$
+BEGIN
+  IF NEW.status = 'in_progress' AND NEW.input_items::text LIKE '%REFUSE-CLAIM%'
+     AND (TG_OP = 'INSERT' OR OLD.status = 'queued') THEN
+    RAISE EXCEPTION 'claim refused';
+  END IF;
+  RETURN NEW;
+END $$ LANGUAGE plpgsql;
+CREATE TRIGGER refuse_claim BEFORE INSERT OR UPDATE ON responses
+  FOR EACH ROW EXECUTE FUNCTION refuse_claim();
+"""
+
+
+@pytest.fixture
+def refused_claims(windowed, api, clean_upstream) -> str:
+    """The trigger, for the test; the id of a stored response to continue."""
+    first = api.post("/responses", json={"model": "fake-echo", "input": "one"}).json()
+    with psycopg.connect(windowed.env["DATABASE_URL"], autocommit=True) as database:
+        database.execute(REFUSE_CLAIM)
+        try:
+            clean_upstream.clear()
+            yield first["id"]
+        finally:
+            database.execute("DROP TRIGGER refuse_claim ON responses;"
+                             " DROP FUNCTION refuse_claim()")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_run_whose_claim_is_refused_is_a_bare_500_at_once(
+        windowed, api, clean_upstream, refused_claims, stream):
+    """Its claim raises: before, its message went back to the queue, and its claim was
+    tried again every second while its client waited for 'No worker started'. As a crash
+    before anything: the bare 500 at once, to a run whose row the web wrote (a
+    continuation: its row removed, the upstream not called) and to one that carries its
+    job (its claim sent beside its upstream call: no row); nothing charged, the messages
+    settled, and the worker serves the next request."""
+    before, spent = stored_rows(windowed), sql(windowed, "SELECT * FROM accounting_responseusage")
+    continued = api.post("/responses", json={
+        "model": "fake-echo", "input": "REFUSE-CLAIM", "stream": stream,
+        "previous_response_id": refused_claims})
+    assert (continued.status_code, continued.json(), clean_upstream.requests()) == (
+        500, BARE_500, [])
+    carried = api.post("/responses", json={"model": "fake-echo", "input": "REFUSE-CLAIM",
+                                           "stream": stream})
+    assert (carried.status_code, carried.json()) == (500, BARE_500)
+    assert (stored_rows(windowed), sql(windowed, "SELECT * FROM accounting_responseusage")) == (
+        before, spent)
+    wait_for(lambda: no_message_held(windowed), "the messages settled")
+    after = api.post("/responses", json={"model": "fake-echo", "input": "still here"}).json()
+    assert after["status"] == "completed"
+
+
+def test_a_background_run_whose_claim_is_refused_is_failed_at_once(
+        windowed, api, clean_upstream, refused_claims):
+    """Background (its row queued, before, for good): failed in place, as the watchdog
+    fails a run it gave up, with the crash's error; its stream ended; nothing charged."""
+    created = api.post("/responses", json={"model": "fake-echo", "input": "REFUSE-CLAIM",
+                                           "background": True}).json()
+    failed = wait_status(api, created["id"], {"failed", "completed", "cancelled"})
+    assert (failed["status"], failed["error"], failed["output"], failed["usage"]) == (
+        "failed", {"code": "server_error", "message": CRASHED}, [], None)
+    replay = parse_sse(api.get(f"/responses/{created['id']}", params={"stream": "true"}).content)
+    assert [(e["type"], e["response"]["status"]) for e in replay.events] == [
+        ("response.created", "in_progress"), ("response.failed", "failed")]
+    assert replay.events[-1]["response"] == failed
+    assert (charged(windowed, created["id"]), clean_upstream.requests()) == ([], [])
+    wait_for(lambda: no_message_held(windowed), "the message settled")
+
+
+def test_a_run_message_whose_job_cannot_be_read_answers_its_client(windowed, api):
+    """Messages whose job this worker cannot read (a field another version would add, put
+    on the run queue by hand): a response's whose client waits (its row not written) and a
+    chat completion's. Before, each raised as it was read, stayed on its worker's
+    processing list and its client was answered nothing. As a crash before the claim: the
+    bare 500 on its stream, no row, its message settled."""
+    first = api.post("/responses", json={"model": "fake-echo", "input": "hi"}).json()
+    [(tenant_id,)] = sql(windowed, "SELECT tenant_id FROM responses WHERE id = %s", first["id"])
+    response_id, completion_id = "resp_" + "d" * 48, "chatcmpl-" + "d" * 29
+    client = redis.Redis.from_url(windowed.env["REDIS_URL"])
+    client.lpush("gw:runs", orjson.dumps({"id": response_id, "job": None, "awaited": {
+        "tenant_id": tenant_id, "model": "fake-echo", "context": {}, "priority": 1}}))
+    client.lpush("gw:runs", orjson.dumps({"id": completion_id, "chat": {
+        "id": completion_id, "tenant_id": tenant_id, "model": "fake-echo", "priority": 1}}))
+    answers = [wait_for(lambda: client.xrange(f"gw:events:{run_id}"), "the run's answer")
+               for run_id in (response_id, completion_id)]
+    assert [[(entry_id, orjson.loads(fields[b"x"])) for entry_id, fields in answer]
+            for answer in answers] == [
+        [(b"0-1", {"status": 500, "body": BARE_500, "headers": {}})]] * 2
+    assert sql(windowed, "SELECT id FROM responses WHERE id = %s", response_id) == []
+    wait_for(lambda: no_message_held(windowed), "the messages settled")

@@ -148,6 +148,23 @@ class Awaited:
         return _encoded(fields, trace) or run_message(self.id, None, trace)
 
 
+@dataclass
+class Unreadable:
+    """A run message whose job cannot be read (our bug, or a message another version of
+    the gateway wrote), its id read: its run ends as a crash before its claim
+    (worker/run_crash.unclaimed), its client answered the bare 500; nothing is known of
+    its admission (its slot lapses with its lease)."""
+
+    id: str
+    error: Exception
+    tenant_id = None
+    model = None
+
+    @property
+    def context(self) -> dict:
+        return {}
+
+
 def run_message(response_id: str, columns: dict | orjson.Fragment | None = None,
                 trace: dict | None = None, created_at: datetime | None = None,
                 resent: bool = False, abandoned: bool = False) -> bytes:
@@ -191,10 +208,19 @@ def parse_run_message(message: bytes) -> tuple[str, dict | None]:
     return parsed["id"], parsed.get("job")
 
 
-def job_of_message(message: bytes) -> tuple[str, Job | Awaited | None, dict | None]:
+def job_of_message(message: bytes) -> tuple[str, Job | Awaited | Unreadable | None,
+                                           dict | None]:
     """(response id, the job it carries, or what it says of a run whose client waits
-    (`Awaited`), or None; the trace context it carries or None)."""
+    (`Awaited`), or None, or `Unreadable`; the trace context it carries or None). A
+    message whose id cannot be read either raises."""
     parsed = _parsed(message)
+    try:
+        return _job_of_parsed(parsed)
+    except Exception as exc:
+        return parsed["id"], Unreadable(parsed["id"], exc), None
+
+
+def _job_of_parsed(parsed: dict) -> tuple[str, Job | Awaited | None, dict | None]:
     for kind in MESSAGE_KINDS.values():  # another kind of run (e.g. chat_completions/jobs.py)
         if kind.field in parsed:
             return parsed["id"], kind.job_of(parsed), parsed.get("trace")

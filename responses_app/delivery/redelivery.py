@@ -27,7 +27,7 @@ that is left removes the row the lost claim may have written, or the web wrote.
 import logging
 import time
 
-from .jobs import RUN_QUEUE_KEY, Awaited, Job, job_of_message, run_message
+from .jobs import RUN_QUEUE_KEY, Awaited, Job, Unreadable, job_of_message, run_message
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +76,8 @@ def resent_form(message: bytes, abandoned: bool = False) -> bytes:
     response_id, job, trace = job_of_message(message)
     if job is None:
         return run_message(response_id, None, trace)
+    if isinstance(job, Unreadable):  # as it is: its run ends it
+        return message
     if isinstance(job, (Job, Awaited)):  # a chat run's (ChatJob) claims no row: never abandoned
         job.abandoned = job.abandoned or abandoned
     return job.message(trace, resent=True)

@@ -15,7 +15,9 @@ settled (LREM); if the worker dies in between, the watchdog gives it back to the
 A claim that fails (the database away) gives its message back too; one abandoned (a run
 whose client waits, its claim failing for DATABASE_WAIT_SECONDS: worker/run_abandon.py)
 gives it back at once, marked so that it never runs, before its client is answered. A
-duplicate is harmless: the claim is one conditional UPDATE (queued → in_progress).
+duplicate is harmless: the claim is one conditional UPDATE (queued → in_progress). A
+message whose job cannot be read is run all the same (jobs.Unreadable: its run ends as a
+crash before its claim); one whose id cannot be read is dropped, logged.
 
 The LREMs ride with the consumer's next BLMOVE, in one write (a pipeline, LREMs first): at most
 POP_TIMEOUT_SECONDS later while the queue is idle, at once when no run slot is free (the
@@ -157,7 +159,12 @@ class RunConsumer:
 
     async def _run(self, message: bytes, free: asyncio.Semaphore) -> None:
         try:
-            response_id, job, trace = job_of_message(message)
+            try:
+                response_id, job, trace = job_of_message(message)
+            except Exception:  # not even its id: nobody to answer, and it never runs
+                log.exception("run message %r cannot be read; dropped", message[:100])
+                self._settled(message, True)
+                return
             with tracing.continued(trace, "run", {"gateway.response.id": response_id}):
                 await self.run(response_id, job,
                                    lambda settled: self._settled(message, settled))

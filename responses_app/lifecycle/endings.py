@@ -1,7 +1,8 @@
 """The ends of a response decided outside its run, from a thread: cancelled while queued
-(the cancel service), orphaned (the watchdog: its worker died), never started (the run was
-not sent, the upstream refused it before it started, or its claim met a database outage
-and its client was answered 503); and the settlement every ended run owes its admission.
+(the cancel service), orphaned (the watchdog: its worker died; or its run crashed before
+its claim), never started (the run was not sent, the upstream refused it before it
+started, or its claim met a database outage and its client was answered 503); and the
+settlement every ended run owes its admission.
 
 Each end is one conditional write (a claim, a late worker's store, or another end then
 finds nothing to do), then the admission is settled and the event stream ended.
@@ -47,16 +48,18 @@ def cancel_queued(row: StoredResponse) -> dict | None:
 ORPHAN_END_ATTEMPTS = 3
 
 
-def fail_orphan(response_id: str, error: tuple[str, str] = WORKER_LOST) -> bool:
-    """Fail a run whose worker died (or gave it up): close the items it left open from the
-    events it had published, and end its stream with `response.failed` carrying `error`
-    (code, message); False if it ended meanwhile."""
-    row = (StoredResponse.objects.filter(id=response_id, status=ResponseStatus.IN_PROGRESS)
+def fail_orphan(response_id: str, error: tuple[str, str] = WORKER_LOST,
+                status: str = ResponseStatus.IN_PROGRESS) -> bool:
+    """Fail a run whose worker died (or gave it up), or (`status` queued) a background run
+    that crashed before its claim: close the items it left open from the events it had
+    published, and end its stream with `response.failed` carrying `error` (code,
+    message); False if it ended meanwhile (or was claimed)."""
+    row = (StoredResponse.objects.filter(id=response_id, status=status)
            .only("id", "tenant_id", "store", "request", "resource").first())
     if row is None:
         return False
     seen, end, resource = _orphan_end(row, error)
-    won = StoredResponse.objects.filter(id=response_id, status=ResponseStatus.IN_PROGRESS).update(
+    won = StoredResponse.objects.filter(id=response_id, status=status).update(
         status=ResponseStatus.FAILED, resource=resource, error_code=error[0])
     if not won:
         return False

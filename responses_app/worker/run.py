@@ -14,7 +14,12 @@
    never runs (run_abandon.py). A job that cannot be prepared otherwise than by an
    outage (our bug: a stored item its chat request cannot be built from) still goes on
    to stream, `unprepared` (run_job.py): its streaming phase fails at once, as a crash
-   before any event (its client gets a 500, nothing stored; background: stored failed);
+   before any event (its client gets a 500, nothing stored; background: stored failed).
+   Anything else it raises before its claim is won, not through an outage (its message's
+   job or its route table unreadable, its claim's statement refused: our bug, or a
+   message another version wrote), ends it at once as a crash then (run_crash.unclaimed:
+   its waiting client answered the bare 500; background: its queued row failed), its
+   message settled;
 2. streaming, with the tool loop: the upstream's chunks become the response's events on
    the bus (run_streaming.py), until an `Ending`;
 3. storing: the result is committed (lifecycle.store_result) before its terminal event is
@@ -46,7 +51,7 @@ from mcp_tools.run_plan import mcp_run_plan
 
 from .. import lifecycle
 from ..bus.entries import failure_entry, stamped_entry
-from ..delivery.jobs import MESSAGE_KINDS, Awaited, Job, run_of_kind
+from ..delivery.jobs import MESSAGE_KINDS, Awaited, Job, Unreadable, run_of_kind
 from . import loop
 from ..delivery.heartbeat import worker_id
 from ..errors import is_backing_service_outage
@@ -54,7 +59,7 @@ from ..lifecycle import database
 from .loop import blocking
 from .run_abandon import abandon, discard
 from .run_claim import Claim, ClaimAbandoned, claimed_by, job_claimed_by
-from .run_crash import crashed
+from .run_crash import crashed, unclaimed
 from .run_job import RunJob, prepared, unprepared
 from .run_observer import ObservedRun
 from . import run_store
@@ -68,24 +73,35 @@ def execute_run(response_id: str, job: Job | None = None) -> None:
     loop.run(run_response(response_id, job))
 
 
-async def run_response(response_id: str, carried: Job | Awaited | None = None,
+async def run_response(response_id: str, carried: Job | Awaited | Unreadable | None = None,
                        settled: Callable[[bool], None] | None = None) -> None:
     """Run the response `response_id`; `carried` is its job when its message carried it (a
     foreground run that reads nothing stored: no history, no MCP tools), or what its message
-    says of its waiting client when the web wrote its row (Awaited). `settled(True)` is
+    says of its waiting client when the web wrote its row (Awaited), or that its job cannot
+    be read (Unreadable: it ends as a crash before its claim). `settled(True)` is
     called once its claim is won or lost, `settled(False)` if the claim failed (the run
     queue's acknowledgement; `settled(ABANDONED)` if the run was abandoned: run_abandon.py)."""
     kind = getattr(carried, "kind", None)
     if kind in MESSAGE_KINDS:  # another kind of run (a chat completion's: no row to claim)
         return await run_of_kind(kind)(carried, settled)
     settled = settled or _ignored
-    claimed = await _claiming(response_id, carried, settled)
+    if getattr(carried, "abandoned", False):  # its client was answered 503: it never runs
+        return await discard(response_id, settled)
+    try:
+        claimed = await _claiming(response_id, carried, settled)
+    except Exception as exc:
+        if is_backing_service_outage(exc):
+            raise
+        return await _crashed_unclaimed(response_id, carried, settled)
     if claimed is None:
         return
     job, route, mcp_plan, claim = claimed
     observed = ObservedRun(job)
     streaming = None
     try:
+        if route is None:  # claimed with its job: its history, route and MCP plan now
+            job, route, mcp_plan = await run_store.prepared(job.id, _prepare, job)
+            observed.job = job
         bind_request_id(job.context.get("request_id"))  # this task's log lines carry it
         streaming = Streaming(job, route, mcp_plan, claim)
         ending = observed.ending = await streaming.run()
@@ -93,6 +109,8 @@ async def run_response(response_id: str, carried: Job | Awaited | None = None,
         if not await claim.owned():
             return await _unowned(observed, claim, settled, streaming.bus_writer)
         await _storing(job, streaming, ending, observed)
+    except run_store.GivenUp:  # its preparation met an outage: the watchdog ends it
+        observed.ending = Ending("fenced")
     except Exception:  # outside the phases' own handling: the run's safety net
         log.exception("run %s crashed", job.id)
         if not await claim.owned():
@@ -111,35 +129,51 @@ def _ignored(settled: bool) -> None:
     return None
 
 
+async def _crashed_unclaimed(response_id: str, carried: Job | Awaited | Unreadable | None,
+                             settled: Callable[[bool], None]) -> None:
+    """The run raised before its claim, not through an outage (our bug): ended as a crash
+    then (run_crash.unclaimed), its client (if one waits: `carried`) answered the 500."""
+    log.exception("run %s crashed before its claim", response_id)
+    observed = None if carried is None else ObservedRun(carried)
+    await unclaimed(response_id, observed, settled, _ended)
+    if observed is not None:
+        observed.log()
+
+
 async def _unowned(observed: ObservedRun, claim: Claim, settled: Callable[[bool], None],
                    writer) -> None:
     """A run that does not own its response: abandoned (its claim met a database outage:
-    run_abandon.py), or stopped (another run has it, or it is gone)."""
+    run_abandon.py), refused (its claim raised: run_crash.unclaimed), or stopped (another
+    run has it, or it is gone)."""
     if claim.abandoned:
         return await abandon(observed, settled, _ended, writer)
+    if claim.refused:
+        log.error("run %s: its claim was refused", claim.response_id,
+                  exc_info=claim.task.exception())
+        return await unclaimed(claim.response_id, observed, settled, _ended, writer)
     observed.ending = Ending("unclaimed")
     log.info("run %s: another run has its response, or it is gone; stopped", claim.response_id)
 
 
 async def _claiming(response_id: str, carried: Job | Awaited | None,
                     settled: Callable[[bool], None]) -> tuple | None:
-    """The run's job, its upstream route, MCP plan and claim (None: another run has the
-    response, or it is gone, or its claim failed, or it was abandoned)."""
+    """The run's job, its upstream route and MCP plan (None: read once claimed) and claim
+    (None: another run has the response, or it is gone, or its claim failed, or it was
+    abandoned). Raising (not an outage), the run crashed before its claim."""
     if carried is None or isinstance(carried, Awaited):
         return await _claiming_row(response_id, carried, settled)
-    if carried.abandoned:  # its client was answered 503: it never runs
-        await discard(response_id, settled)
-        return None
+    if isinstance(carried, Unreadable):  # its message's job cannot be read
+        raise carried.error
     deadline = time.monotonic() + settings.DATABASE_WAIT_SECONDS
-    job = _prepared(carried)
     try:  # before the claim: a route table read (every UPSTREAM_ROUTES_CACHE_SECONDS) that
         # meets an outage abandons the run as its claim would, nothing written yet
-        route = remembered_route_for_model(job.model) or await blocking(route_for_model,
-                                                                        job.model)
+        route = remembered_route_for_model(carried.model) or await blocking(
+            route_for_model, carried.model)
     except Exception as exc:
         if not is_backing_service_outage(exc):
             raise
         return await _abandoned(carried, settled)
+    job = _prepared(carried)  # after the route's read: its chat request is the route's
     if carried.resent or database.away():  # claim before calling the upstream
         try:
             if not await _claimed(claimed_by(carried, deadline), settled, response_id):
@@ -161,9 +195,6 @@ async def _claiming_row(response_id: str, awaited: Awaited | None,
     abandoned, as a carried run is."""
     if awaited is None:
         claiming = lifecycle.claim_job(response_id, worker_id())
-    elif awaited.abandoned:  # its client was answered 503: it never runs
-        await discard(response_id, settled)
-        return None
     else:
         claiming = job_claimed_by(response_id,
                                   time.monotonic() + settings.DATABASE_WAIT_SECONDS)
@@ -171,10 +202,7 @@ async def _claiming_row(response_id: str, awaited: Awaited | None,
         job = await _claimed(claiming, settled, response_id)
     except ClaimAbandoned:
         return await _abandoned(awaited, settled)
-    if job is None:
-        return None
-    job, route, mcp_plan = await run_store.prepared(response_id, _prepare, job)
-    return job, route, mcp_plan, Claim.taken(response_id)
+    return None if job is None else (job, None, None, Claim.taken(response_id))
 
 
 async def _abandoned(carried: Job | Awaited, settled: Callable[[bool], None]) -> None:
@@ -188,18 +216,22 @@ async def _abandoned(carried: Job | Awaited, settled: Callable[[bool], None]) ->
 async def _claimed(claiming, settled: Callable[[bool], None], response_id: str):
     """The claim's outcome, `settled` told whether it was settled (won or lost) or failed
     (None then, when the database is away: the message goes back to the queue). A claim
-    abandoned (ClaimAbandoned) is raised, its settlement left to the run."""
+    abandoned (ClaimAbandoned), or refused (not an outage), is raised, its settlement left
+    to the run."""
     try:
         outcome = await claiming
     except ClaimAbandoned:
         raise
-    except BaseException as exc:
-        settled(False)
+    except Exception as exc:
         if not is_backing_service_outage(exc):
             raise
+        settled(False)
         log.warning("run %s: its claim met a database outage (%s); it goes back to the "
                     "queue", response_id, exc)
         return None
+    except BaseException:  # the run is cancelled: its message goes back
+        settled(False)
+        raise
     settled(True)
     if not outcome:
         log.info("run %s already claimed or gone", response_id)

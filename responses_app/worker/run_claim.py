@@ -124,6 +124,14 @@ class Claim:
             and isinstance(task.exception(), ClaimAbandoned)
 
     @property
+    def refused(self) -> bool:
+        """Whether the claim's statement raised otherwise than through an outage (our bug:
+        the run ends as a crash before its claim, run_crash.unclaimed)."""
+        task = self.task
+        return task.done() and not task.cancelled() and task.exception() is not None \
+            and not self.abandoned
+
+    @property
     def confirmed(self) -> bool:
         task = self.task
         return task.done() and not task.cancelled() and task.exception() is None \
@@ -146,10 +154,11 @@ class Claim:
 
     def on_settled(self, callback) -> None:
         """Call `callback(True)` once the claim is won or lost, `callback(False)` if it
-        failed otherwise than abandoned (an abandoned run settles it: run_abandon.py)."""
+        was cancelled (an abandoned or refused run settles it: run_abandon.py,
+        run_crash.unclaimed)."""
         def done(task: asyncio.Future) -> None:
-            if not self.abandoned:
-                callback(not task.cancelled() and task.exception() is None)
+            if not (self.abandoned or self.refused):
+                callback(not task.cancelled())
 
         self.task.add_done_callback(done)
 

@@ -17,13 +17,27 @@ worker lives and its client never waits for an end that will not come:
 
 If even that fails (the database away), the run is given up to the watchdog
 (run_store.hand_over). A run that does not own its response is not ended here (run.py).
+
+Before its claim is won, a run that raises otherwise than through an outage (its route
+table unreadable, its claim's statement refused: our bug; an outage there abandons it,
+or gives its message back: run_abandon.py) owns nothing yet, and is ended by `unclaimed`
+as a crash before anything is: its client waiting (its message carries its job, or says
+so), the row the web wrote for it removed (if still queued), its admission settled and
+its client answered the bare 500; none waiting (a background run), its row, still
+queued, failed in place (lifecycle.fail_orphan, with the crash's error: its stream ends
+with `response.failed`, its admission is settled). Either way nothing is charged and its
+message is settled: it would only raise again. If its row cannot be removed or failed
+(the database away), the message goes back to the queue, and its next run ends it.
 """
 import logging
+
+from observability.request_context import bind_request_id
 
 from .. import lifecycle
 from ..bus import event_bus
 from ..bus.entries import failure_entry, stamped_entry
 from ..errors import CRASHED
+from ..models import ResponseStatus
 from .loop import blocking
 from .run_store import hand_over
 from .run_streaming import Ending
@@ -69,3 +83,38 @@ async def _published(job, streaming, ending: Ending) -> None:
     elif ending.kind == "finished":
         await writer.append(stamped_entry(streaming.stamper, ending.closing, end=True),
                             urgent=True)
+
+
+async def unclaimed(response_id: str, observed, settled, ended, writer=None) -> None:
+    """End the run of `response_id` that raised before its claim was won: `observed` its
+    record (run_observer.ObservedRun of its job, or of what its message says of its
+    waiting client; None: no client waits), `settled(done)` its message's settlement,
+    `ended(observed)` settles its admission and records it, `writer` its bus writer if its
+    streaming phase has one."""
+    try:
+        if observed is None:  # no client waits: its row fails, as the watchdog's would
+            await blocking(lifecycle.fail_orphan, response_id, CRASH, ResponseStatus.QUEUED)
+        else:  # the row the web wrote for it, if any
+            await blocking(lifecycle.forget_unsent, response_id)
+    except Exception:
+        log.exception("run %s: its crash before its claim could not be ended; its message "
+                      "goes back to the queue", response_id)
+        settled(False)
+        return
+    settled(True)
+    if observed is None:
+        return
+    bind_request_id(observed.job.context.get("request_id"))
+    observed.ending = Ending("rejected", rejected=UpstreamRejected(
+        CRASHED, status=500, code="server_error"))
+    try:  # its client is answered all the same
+        await ended(observed)
+    except Exception:
+        log.exception("run %s: its admission could not be settled", response_id)
+    writer = writer or event_bus().writer(response_id)
+    try:
+        await writer.append(failure_entry(observed.ending.rejected), urgent=True)
+    except Exception:  # Redis away: its client's wait ends on the web
+        log.exception("run %s: its crash could not be answered", response_id)
+    finally:
+        await writer.close()

@@ -28,7 +28,7 @@ from django.conf import settings
 from .. import lifecycle
 from ..bus.entries import stamped_entry
 from ..delivery.heartbeat import heartbeats
-from ..errors import CRASHED, is_backing_service_outage
+from ..errors import is_backing_service_outage
 from .loop import blocking
 
 log = logging.getLogger(__name__)
@@ -71,17 +71,14 @@ async def through_outage(response_id: str, what: str, attempt):
 
 async def prepared(response_id: str, prepare, job):
     """`prepare(job)` on a database thread, for a run that won its claim; through an
-    outage. Failing still (GivenUp), or raising what `prepare` did not turn into a job
-    that fails at its start (run.py's `_prepare`: anything but an outage), the run is
-    given up."""
+    outage. Failing still (GivenUp), the run is given up; raising what `prepare` did not
+    turn into a job that fails at its start (run.py's `_prepare`: anything but an outage),
+    it is raised, to the run's safety net (run_crash.crashed)."""
     try:
         return await through_outage(response_id, "preparing",
                                     lambda: blocking(prepare, job))
     except GivenUp:
         await hand_over(response_id, NOT_PREPARED)
-        raise
-    except Exception:
-        await hand_over(response_id, CRASHED)
         raise
 
 
