@@ -58,7 +58,7 @@ from ..errors import is_backing_service_outage
 from ..lifecycle import database
 from .loop import blocking
 from .run_abandon import abandon, discard
-from .run_claim import Claim, ClaimAbandoned, claimed_by, job_claimed_by
+from .run_claim import Claim, ClaimAbandoned, claimed_by, job_claimed_by, read_before_claim
 from .run_crash import crashed, unclaimed
 from .run_job import RunJob, prepared, unprepared
 from .run_observer import ObservedRun
@@ -166,12 +166,10 @@ async def _claiming(response_id: str, carried: Job | Awaited | None,
         raise carried.error
     deadline = time.monotonic() + settings.DATABASE_WAIT_SECONDS
     try:  # before the claim: a route table read (every UPSTREAM_ROUTES_CACHE_SECONDS) that
-        # meets an outage abandons the run as its claim would, nothing written yet
-        route = remembered_route_for_model(carried.model) or await blocking(
-            route_for_model, carried.model)
-    except Exception as exc:
-        if not is_backing_service_outage(exc):
-            raise
+        # meets an outage until the deadline abandons the run as its claim would
+        route = remembered_route_for_model(carried.model) or await read_before_claim(
+            deadline, response_id, lambda: blocking(route_for_model, carried.model))
+    except ClaimAbandoned:
         return await _abandoned(carried, settled)
     job = _prepared(carried)  # after the route's read: its chat request is the route's
     if carried.resent or database.away():  # claim before calling the upstream

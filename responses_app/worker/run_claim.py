@@ -51,6 +51,13 @@ async def job_claimed_by(response_id: str, deadline: float):
                         lambda: lifecycle.claim_job(response_id, worker_id()))
 
 
+async def read_before_claim(deadline: float, response_id: str, read):
+    """`await read()`, a run's database read before its claim (its upstream route), tried
+    again through a database outage until `deadline` as the claim is (ClaimAbandoned then):
+    a first attempt on a connection the outage broke does not abandon the run."""
+    return await _until(deadline, response_id, read)
+
+
 async def _until(deadline: float, response_id: str, claim):
     """`await claim()`, tried again through a database outage until `deadline`."""
     for tried in itertools.count():
