@@ -52,6 +52,67 @@ def new_row(deployment, before: set) -> tuple:
 
 # --- the counter fails: the upstream's failure ---------------------------------------------
 
+def stored_and_charged(deployment) -> tuple:
+    """The stored responses and the usage rows: what a run that crashed must not change."""
+    return stored_rows(deployment), sql(deployment, "SELECT * FROM accounting_responseusage")
+
+
+def serves_on(api) -> bool:
+    """Whether the worker serves the next request after a run's crash."""
+    return api.post("/responses", json={"model": "fake-echo",
+                                        "input": "still here"}).json()["status"] == "completed"
+
+
+def ended(api, response_id: str) -> dict:
+    """The response once it has ended (failed, completed or cancelled)."""
+    return wait_status(api, response_id, {"failed", "completed", "cancelled"})
+
+
+def continued_under_trigger(deployment, api, upstream, name: str, create: str):
+    """A fixture's body: a stored response's id to continue, with the trigger (and its
+    function) `name` made by `create` on `responses` until the test ends."""
+    first = api.post("/responses", json={"model": "fake-echo", "input": "one"}).json()
+    with psycopg.connect(deployment.env["DATABASE_URL"], autocommit=True) as database:
+        database.execute(create)
+        try:
+            upstream.clear()
+            yield first["id"]
+        finally:
+            database.execute(f"DROP TRIGGER {name} ON responses; DROP FUNCTION {name}()")
+
+
+def assert_turn_is_a_bare_500(deployment, keys, upstream, **turn) -> None:
+    """A WebSocket turn of `turn` is answered the crash's error frame, the upstream not
+    called."""
+    with open_socket(deployment, keys[0]) as ws:
+        frame = error_turn(ws, model="fake-echo", **turn)
+    assert frame == {"type": "error", "status": 500, **BARE_500}
+    assert upstream.requests() == []
+
+
+def crashed_in_background(api, **body) -> tuple[dict, dict]:
+    """A background response of `body`, as created and once it failed with the crash's
+    error, no output and no usage."""
+    created = api.post("/responses", json={"model": "fake-echo", "background": True,
+                                           **body}).json()
+    failed = ended(api, created["id"])
+    assert (failed["status"], failed["error"], failed["output"], failed["usage"]) == (
+        "failed", {"code": "server_error", "message": CRASHED}, [], None)
+    return created, failed
+
+
+def assert_failed_in_place(deployment, api, upstream, **body) -> None:
+    """A background response of `body` fails in place (as the watchdog fails a run it gave
+    up): the crash's error, its stream exactly created then failed, nothing charged, the
+    upstream not called."""
+    created, failed = crashed_in_background(api, **body)
+    replay = parse_sse(api.get(f"/responses/{created['id']}", params={"stream": "true"}).content)
+    assert [(e["type"], e["response"]["status"]) for e in replay.events] == [
+        ("response.created", "in_progress"), ("response.failed", "failed")]
+    assert replay.events[-1]["response"] == failed
+    assert (charged(deployment, created["id"]), upstream.requests()) == ([], [])
+
+
 def test_a_count_failed_after_its_compaction_is_a_502_to_a_client_waiting_for_it(
         windowed, api, clean_upstream):
     """The count after the compaction fails: the response is out (its compaction item), so
@@ -96,7 +157,7 @@ def test_a_count_failed_before_anything_is_a_502_and_stores_nothing(
     """The run's first count fails: before any event and any upstream call answered, as an
     upstream refusing the run's call, the client (streaming or not) gets a 502; nothing is
     stored or charged."""
-    before, spent = stored_rows(windowed), sql(windowed, "SELECT * FROM accounting_responseusage")
+    before = stored_and_charged(windowed)
     reply = api.post("/responses", json={
         "model": "fake-echo", "input": f"{FAKE_COUNT_FAILURE} {COMPACTED_MARK}",
         "context_management": [{"type": "compaction", "compact_threshold": 1000}],
@@ -105,8 +166,7 @@ def test_a_count_failed_before_anything_is_a_502_and_stores_nothing(
         "message": NOT_COUNTED, "type": "server_error", "param": None,
         "code": "upstream_error"}})
     assert [r["path"] for r in clean_upstream.requests()] == ["/tokenize"]
-    assert (stored_rows(windowed), sql(windowed, "SELECT * FROM accounting_responseusage")) == (
-        before, spent)
+    assert stored_and_charged(windowed) == before
 
 
 def test_a_background_response_whose_count_failed_is_stored_failed(
@@ -115,7 +175,7 @@ def test_a_background_response_whose_count_failed_is_stored_failed(
         "model": "fake-echo", "input": f"{FAKE_COUNT_FAILURE} {COMPACTED_MARK}",
         "context_management": [{"type": "compaction", "compact_threshold": 1000}],
         "background": True}).json()
-    failed = wait_status(api, created["id"], {"failed", "completed", "cancelled"})
+    failed = ended(api, created["id"])
     assert (failed["status"], failed["error"], failed["output"]) == (
         "failed", {"code": "server_error", "message": NOT_COUNTED}, [])
     assert [r["path"] for r in clean_upstream.requests()] == ["/tokenize"]
@@ -168,15 +228,14 @@ def test_a_run_crashed_before_anything_is_a_bare_500_and_stores_nothing(
     sql(windowed, "UPDATE responses SET input_items = jsonb_set(input_items,"
                   " '{0,content,0,text}', '[\"look\"]') WHERE id = %s", first["id"])
     clean_upstream.clear()
-    before, spent = stored_rows(windowed), sql(windowed, "SELECT * FROM accounting_responseusage")
+    before = stored_and_charged(windowed)
     reply = api.post("/responses", json={
         "model": "fake-plain", "input": "and now?", "previous_response_id": first["id"],
         "context_management": [{"type": "compaction", "compact_threshold": 1000}]})
     assert (reply.status_code, reply.json()) == (500, {"error": {
         "message": CRASHED, "type": "server_error", "param": None, "code": "server_error"}})
     assert clean_upstream.requests() == []
-    assert (stored_rows(windowed), sql(windowed, "SELECT * FROM accounting_responseusage")) == (
-        before, spent)
+    assert stored_and_charged(windowed) == before
 
 
 # --- the run's own bug before it streams: its job cannot be prepared ----------------------
@@ -210,37 +269,28 @@ def test_a_run_whose_chat_request_cannot_be_built_is_a_bare_500_at_once(
     not) gets a 500 in OpenAI's shape at once (not the watchdog's failure of an orphaned
     run seconds later); nothing is stored or charged; the crash is logged once, with its
     traceback; the worker goes on serving."""
-    before, spent = stored_rows(windowed), sql(windowed, "SELECT * FROM accounting_responseusage")
+    before = stored_and_charged(windowed)
     logged = crashes_logged(windowed)
     reply = api.post("/responses", json={"model": "fake-echo", "input": "and now?",
                                          "previous_response_id": unbuildable, "stream": stream})
     assert (reply.status_code, reply.json()) == (500, BARE_500)
     assert reply.headers["content-type"] == "application/json"
     assert clean_upstream.requests() == []
-    assert (stored_rows(windowed), sql(windowed, "SELECT * FROM accounting_responseusage")) == (
-        before, spent)
+    assert stored_and_charged(windowed) == before
     assert crashes_logged(windowed) == logged + 1
-    after = api.post("/responses", json={"model": "fake-echo", "input": "still here"}).json()
-    assert after["status"] == "completed"
+    assert serves_on(api)
 
 
 def test_a_websocket_turn_whose_chat_request_cannot_be_built_is_an_error_frame(
         windowed, keys, clean_upstream, unbuildable):
-    with open_socket(windowed, keys[0]) as ws:
-        frame = error_turn(ws, model="fake-echo", input="and now?",
-                           previous_response_id=unbuildable)
-    assert frame == {"type": "error", "status": 500, **BARE_500}
-    assert clean_upstream.requests() == []
+    assert_turn_is_a_bare_500(windowed, keys, clean_upstream, input="and now?",
+                              previous_response_id=unbuildable)
 
 
 def test_a_background_response_whose_chat_request_cannot_be_built_is_stored_failed(
         windowed, api, clean_upstream, unbuildable):
-    created = api.post("/responses", json={"model": "fake-echo", "input": "and now?",
-                                           "previous_response_id": unbuildable,
-                                           "background": True}).json()
-    failed = wait_status(api, created["id"], {"failed", "completed", "cancelled"})
-    assert (failed["status"], failed["error"], failed["output"], failed["usage"]) == (
-        "failed", {"code": "server_error", "message": CRASHED}, [], None)
+    created, failed = crashed_in_background(api, input="and now?",
+                                            previous_response_id=unbuildable)
     assert charged(windowed, created["id"]) == [("failed", 0, 0)]
     assert clean_upstream.requests() == []
 
@@ -300,15 +350,8 @@ CREATE TRIGGER corrupt_at_claim BEFORE UPDATE ON responses
 def corrupt_at_claim(windowed, api, clean_upstream) -> str:
     """The trigger, for the test; the id of a stored response to continue (a continuation's
     run is sent with its id only, and claims the row the web wrote)."""
-    first = api.post("/responses", json={"model": "fake-echo", "input": "one"}).json()
-    with psycopg.connect(windowed.env["DATABASE_URL"], autocommit=True) as database:
-        database.execute(CORRUPT_AT_CLAIM)
-        try:
-            clean_upstream.clear()
-            yield first["id"]
-        finally:
-            database.execute("DROP TRIGGER corrupt_at_claim ON responses;"
-                             " DROP FUNCTION corrupt_at_claim()")
+    yield from continued_under_trigger(windowed, api, clean_upstream, "corrupt_at_claim",
+                                       CORRUPT_AT_CLAIM)
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -318,42 +361,28 @@ def test_a_run_whose_streaming_phase_cannot_be_built_is_a_bare_500_at_once(
     row stayed in_progress while the worker lived, its client waited for 'No worker
     started'). As a crash before anything: the bare 500, the row removed, nothing charged,
     the upstream not called; the worker goes on serving."""
-    before, spent = stored_rows(windowed), sql(windowed, "SELECT * FROM accounting_responseusage")
+    before = stored_and_charged(windowed)
     reply = api.post("/responses", json={"model": "fake-echo", "input": "BAD-RESOURCE",
                                          "previous_response_id": corrupt_at_claim,
                                          "stream": stream})
     assert (reply.status_code, reply.json()) == (500, BARE_500)
     assert clean_upstream.requests() == []
-    assert (stored_rows(windowed), sql(windowed, "SELECT * FROM accounting_responseusage")) == (
-        before, spent)
-    after = api.post("/responses", json={"model": "fake-echo", "input": "still here"}).json()
-    assert after["status"] == "completed"
+    assert stored_and_charged(windowed) == before
+    assert serves_on(api)
 
 
 def test_a_websocket_turn_whose_streaming_phase_cannot_be_built_is_an_error_frame(
         windowed, keys, clean_upstream, corrupt_at_claim):
-    with open_socket(windowed, keys[0]) as ws:
-        frame = error_turn(ws, model="fake-echo", input="BAD-RESOURCE",
-                           previous_response_id=corrupt_at_claim)
-    assert frame == {"type": "error", "status": 500, **BARE_500}
-    assert clean_upstream.requests() == []
+    assert_turn_is_a_bare_500(windowed, keys, clean_upstream, input="BAD-RESOURCE",
+                              previous_response_id=corrupt_at_claim)
 
 
 def test_a_background_run_whose_streaming_phase_cannot_be_built_is_failed_at_once(
         windowed, api, clean_upstream, corrupt_at_claim):
     """Background: failed in place, as the watchdog fails a dead worker's run (at once, not
     after its worker's heartbeat lapses: it never does), its stream ended."""
-    created = api.post("/responses", json={"model": "fake-echo", "input": "BAD-RESOURCE",
-                                           "previous_response_id": corrupt_at_claim,
-                                           "background": True}).json()
-    failed = wait_status(api, created["id"], {"failed", "completed", "cancelled"})
-    assert (failed["status"], failed["error"], failed["output"], failed["usage"]) == (
-        "failed", {"code": "server_error", "message": CRASHED}, [], None)
-    replay = parse_sse(api.get(f"/responses/{created['id']}", params={"stream": "true"}).content)
-    assert [(e["type"], e["response"]["status"]) for e in replay.events] == [
-        ("response.created", "in_progress"), ("response.failed", "failed")]
-    assert replay.events[-1]["response"] == failed
-    assert (charged(windowed, created["id"]), clean_upstream.requests()) == ([], [])
+    assert_failed_in_place(windowed, api, clean_upstream, input="BAD-RESOURCE",
+                           previous_response_id=corrupt_at_claim)
 
 
 def test_a_run_whose_settlement_fails_after_it_is_stored_still_answers_its_client(
@@ -410,7 +439,7 @@ def test_a_run_whose_route_table_cannot_be_read_before_its_claim_is_a_bare_500_a
     As a crash before anything: its client (JSON, stream, WebSocket) gets the bare 500 at
     once, no row, nothing charged, the upstream not called, its message settled; the
     route fixed, the worker serves the next request."""
-    before, spent = stored_rows(windowed), sql(windowed, "SELECT * FROM accounting_responseusage")
+    before = stored_and_charged(windowed)
     sql(windowed, "UPDATE upstream_routes SET extra_headers = '\"x-oops\"' WHERE name = 'small'")
     try:
         time.sleep(5.5)  # the workers' route tables read before expire (5 s: the default)
@@ -423,11 +452,9 @@ def test_a_run_whose_route_table_cannot_be_read_before_its_claim_is_a_bare_500_a
     assert [(r.status_code, r.json()) for r in replies] == [(500, BARE_500)] * 2
     assert frame == {"type": "error", "status": 500, **BARE_500}
     assert clean_upstream.requests() == []
-    assert (stored_rows(windowed), sql(windowed, "SELECT * FROM accounting_responseusage")) == (
-        before, spent)
+    assert stored_and_charged(windowed) == before
     wait_for(lambda: no_message_held(windowed), "the messages settled")
-    after = api.post("/responses", json={"model": "fake-echo", "input": "still here"}).json()
-    assert after["status"] == "completed"
+    assert serves_on(api)
 
 
 # A trigger refuses the claim of a response whose input names a mark: its statement raises
@@ -449,15 +476,8 @@ CREATE TRIGGER refuse_claim BEFORE INSERT OR UPDATE ON responses
 @pytest.fixture
 def refused_claims(windowed, api, clean_upstream) -> str:
     """The trigger, for the test; the id of a stored response to continue."""
-    first = api.post("/responses", json={"model": "fake-echo", "input": "one"}).json()
-    with psycopg.connect(windowed.env["DATABASE_URL"], autocommit=True) as database:
-        database.execute(REFUSE_CLAIM)
-        try:
-            clean_upstream.clear()
-            yield first["id"]
-        finally:
-            database.execute("DROP TRIGGER refuse_claim ON responses;"
-                             " DROP FUNCTION refuse_claim()")
+    yield from continued_under_trigger(windowed, api, clean_upstream, "refuse_claim",
+                                       REFUSE_CLAIM)
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -469,7 +489,7 @@ def test_a_run_whose_claim_is_refused_is_a_bare_500_at_once(
     continuation: its row removed, the upstream not called) and to one that carries its
     job (its claim sent beside its upstream call: no row); nothing charged, the messages
     settled, and the worker serves the next request."""
-    before, spent = stored_rows(windowed), sql(windowed, "SELECT * FROM accounting_responseusage")
+    before = stored_and_charged(windowed)
     continued = api.post("/responses", json={
         "model": "fake-echo", "input": "REFUSE-CLAIM", "stream": stream,
         "previous_response_id": refused_claims})
@@ -478,27 +498,16 @@ def test_a_run_whose_claim_is_refused_is_a_bare_500_at_once(
     carried = api.post("/responses", json={"model": "fake-echo", "input": "REFUSE-CLAIM",
                                            "stream": stream})
     assert (carried.status_code, carried.json()) == (500, BARE_500)
-    assert (stored_rows(windowed), sql(windowed, "SELECT * FROM accounting_responseusage")) == (
-        before, spent)
+    assert stored_and_charged(windowed) == before
     wait_for(lambda: no_message_held(windowed), "the messages settled")
-    after = api.post("/responses", json={"model": "fake-echo", "input": "still here"}).json()
-    assert after["status"] == "completed"
+    assert serves_on(api)
 
 
 def test_a_background_run_whose_claim_is_refused_is_failed_at_once(
         windowed, api, clean_upstream, refused_claims):
     """Background (its row queued, before, for good): failed in place, as the watchdog
     fails a run it gave up, with the crash's error; its stream ended; nothing charged."""
-    created = api.post("/responses", json={"model": "fake-echo", "input": "REFUSE-CLAIM",
-                                           "background": True}).json()
-    failed = wait_status(api, created["id"], {"failed", "completed", "cancelled"})
-    assert (failed["status"], failed["error"], failed["output"], failed["usage"]) == (
-        "failed", {"code": "server_error", "message": CRASHED}, [], None)
-    replay = parse_sse(api.get(f"/responses/{created['id']}", params={"stream": "true"}).content)
-    assert [(e["type"], e["response"]["status"]) for e in replay.events] == [
-        ("response.created", "in_progress"), ("response.failed", "failed")]
-    assert replay.events[-1]["response"] == failed
-    assert (charged(windowed, created["id"]), clean_upstream.requests()) == ([], [])
+    assert_failed_in_place(windowed, api, clean_upstream, input="REFUSE-CLAIM")
     wait_for(lambda: no_message_held(windowed), "the message settled")
 
 
