@@ -22,7 +22,7 @@ from responses_app.bus.entries import Entry
 from responses_app.worker.chunk_batches import ChunkBatches
 from responses_app.worker.text_lane import lone_chunk
 from tests.test_text_lane import (ABSENT, CHUNKS, SOME_TEXT, CountedLane, Reads, Recorded,
-                                  WithoutLane, bodies, choice_of, chunk_of, frame)
+                                  WithoutLane, bodies, choice_of, frame)
 
 def new_run(stream=True, include_usage=False, tools=None) -> ChatRun:
     job = ChatJob(id="chatcmpl-gw", tenant_id=1, model="gw-model", created=1700,
@@ -45,7 +45,7 @@ def outcome(call):
 
 def streamed(reads, lane: bool, **options):
     """The run's entries, the pacing, the failure, the completion it would store, the
-    stamper's next number and the lane's takes."""
+    stamper's next number, the turn's content (a tool loop's) and the lane's takes."""
     async def scenario():
         run, response = new_run(**options), Reads(reads)
         batches = ChunkBatches(response, 0.05)
@@ -58,7 +58,7 @@ def streamed(reads, lane: bool, **options):
         run.completion.end_turn()
         return (run.writer.entries, response.pacing, failure,
                 outcome(run.completion.finished), run.stamper.next_sequence_number,
-                getattr(wrapped, "taken", None))
+                run.completion.turn_content, getattr(wrapped, "taken", None))
 
     return asyncio.run(scenario())
 
@@ -140,9 +140,9 @@ def test_a_paced_answer_goes_by_the_lane_after_its_first_entry():
     reads = [frame(chunk, "orjson") for chunk in chunks] + [b"data: [DONE]\n\n"]
     for stream, entries in ((True, 8), (False, 1)):  # a waiting client's: `started` only
         with_lane = streamed(reads, lane=True, stream=stream, include_usage=True)
-        assert with_lane[:5] == streamed(reads, lane=False, stream=stream,
-                                         include_usage=True)[:5]
-        assert with_lane[5] == 4  # w1..w4: the role chunk is pulled, w0 paces the read
+        assert with_lane[:6] == streamed(reads, lane=False, stream=stream,
+                                         include_usage=True)[:6]
+        assert with_lane[6] == 4  # w1..w4: the role chunk is pulled, w0 paces the read
         assert with_lane[1] == [("pace", 7), ("unpace", 2)]
         assert with_lane[3]["choices"][0]["message"]["content"] == "w0 w1 w2 w3 w4 "
         assert len(with_lane[0]) == entries
@@ -156,26 +156,35 @@ def test_a_chunk_orjson_cannot_write_fails_the_run_the_same_way():
         b'data: {"choices":[{"delta":{"content":"c"},"logprobs":%b}]}\n\n' % deep,
         b'data: {"choices":[{"delta":{"content":"d"}}]}\n\n', b"data: [DONE]\n\n"]
     with_lane = streamed(reads, lane=True)
-    assert with_lane[:5] == streamed(reads, lane=False)[:5]
+    assert with_lane[:6] == streamed(reads, lane=False)[:6]
     assert with_lane[2] == ("TypeError", "Recursion limit reached", None)  # a crash
     assert with_lane[4] == 3  # its number taken, as the general path's stamper takes it
-    assert with_lane[5] == 1  # b (a paced the read); c raised in the lane
+    assert with_lane[6] == 1  # b (a paced the read); c raised in the lane
 
 
 # --- equivalence on random streams ---------------------------------------------------------
 
-def chat_chunk(text, index, fingerprint, usage, logprobs, role):
+HEADS = [{"id": "up-1", "object": "chat.completion.chunk"}, {},
+         {"id": "up-1", "object": "chat.completion.chunk", "created": 5, "model": "up"}]
+
+
+def chat_chunk(text, index, fingerprint, usage, logprobs, role, head):
     delta = {"role": "assistant", "content": text} if role else {"content": text}
-    chunk = chunk_of([choice_of(delta, index, ABSENT, logprobs)], usage)
+    chunk = {**head, "choices": [choice_of(delta, index, ABSENT, logprobs)]}
+    if usage is not ABSENT:
+        chunk["usage"] = usage
     if fingerprint is not ABSENT:
         chunk["system_fingerprint"] = fingerprint
     return chunk
 
 
-PLAIN = st.builds(chat_chunk, SOME_TEXT, st.sampled_from([0, 0, ABSENT, None, False]),
+PLAIN = st.builds(chat_chunk, st.one_of(SOME_TEXT, SOME_TEXT, SOME_TEXT, st.just("")),
+                  st.sampled_from([0, 0, ABSENT, None, False]),
                   st.sampled_from([ABSENT, ABSENT, None, "", "fp_1", "fp_2"]),
-                  st.sampled_from([ABSENT, ABSENT, None, {}, 0]), st.booleans(),
-                  st.sampled_from([False] * 5 + [True]))
+                  st.sampled_from([ABSENT, ABSENT, None, {}, 0, {"total_tokens": "3"},
+                                   {"prompt_tokens": 2, "completion_tokens": 1,
+                                    "total_tokens": 3}]), st.booleans(),
+                  st.sampled_from([False] * 5 + [True]), st.sampled_from(HEADS))
 CHAT_FRAMES = st.tuples(st.one_of(PLAIN, PLAIN, PLAIN, CHUNKS),
                         st.sampled_from(["orjson", "orjson", "orjson", "ascii", "crlf"]))
 
@@ -185,5 +194,5 @@ CHAT_FRAMES = st.tuples(st.one_of(PLAIN, PLAIN, PLAIN, CHUNKS),
        include_usage=st.booleans())
 def test_the_lane_writes_what_the_general_path_writes(reads, stream, include_usage):
     options = dict(stream=stream, include_usage=include_usage)
-    assert streamed(reads, lane=True, **options)[:5] == \
-        streamed(reads, lane=False, **options)[:5]
+    assert streamed(reads, lane=True, **options)[:6] == \
+        streamed(reads, lane=False, **options)[:6]
