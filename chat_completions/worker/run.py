@@ -37,8 +37,8 @@ from upstreams.routing import remembered_route_for_model, route_for_model
 
 from ..events import ChatStamper, comment
 from ..jobs import ChatJob
-from .completion import Completion
 from . import forwarding
+from .completion import Completion
 from .cut_call import ChatCutCall, charge
 from .mcp import ChatMcpTools, tenant_mcp_tools
 from .store import store_completion
