@@ -295,10 +295,10 @@ FRAMES = st.tuples(CHUNKS, st.sampled_from(["orjson", "orjson", "orjson", "ascii
 
 
 @st.composite
-def bodies(draw):
-    """The reads of a streamed answer: mostly one event each, some joined or split, a
-    comment now and then, [DONE] (or not: cut short), a bad chunk sometimes."""
-    frames = [frame(chunk, encoding) for chunk, encoding in draw(st.lists(FRAMES, max_size=40))]
+def bodies(draw, framed=FRAMES):
+    """The reads of a streamed answer: mostly one event each (of `framed`), some joined or
+    split, a comment now and then, [DONE] (or not: cut short), a bad chunk sometimes."""
+    frames = [frame(chunk, encoding) for chunk, encoding in draw(st.lists(framed, max_size=40))]
     for _ in range(draw(st.sampled_from([0, 0, 0, 1, 2]))):
         extra = draw(st.sampled_from([b": keep-alive\n\n", b": keep-alive\n\n",
                                       b'data: {"choices": [\n\n',

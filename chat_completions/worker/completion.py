@@ -84,6 +84,17 @@ class Completion:
             if part.get("finish_reason"):  # off shape, the client would get it as it is
                 choice.finish_reason = taken(part["finish_reason"], str)
 
+    def content_added(self, text: str) -> bool:
+        """`text`, a non-empty string of content for the first choice, taken as `feed` takes
+        a chunk that brings only that (the chat lane: text_lane.py); False, nothing
+        changed, while the first choice has not come."""
+        choice = self.choices.get(0)
+        if choice is None:
+            return False
+        choice.pieces.setdefault("content", []).append(text)
+        self._turn_pieces.append(text)
+        return True
+
     @property
     def turn_content(self) -> str:
         """The first choice's content in the current turn."""

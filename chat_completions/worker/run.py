@@ -29,7 +29,6 @@ from responses_app.bus.entries import failure_entry
 from responses_app.delivery.cancellation import cancellation
 from responses_app.errors import CRASHED, APIError, ServerError
 from responses_app.lifecycle import settle
-from responses_app.translation.chunk_shape import TEXT_FIELDS
 from responses_app.worker.chunk_batches import SHAPE_ERRORS, malformed_or_raise
 from responses_app.worker.loop import blocking
 from responses_app.worker.upstream import UpstreamRejected, UpstreamStreamFailed, open_chat_stream
@@ -38,6 +37,7 @@ from upstreams.routing import remembered_route_for_model, route_for_model
 
 from ..events import ChatStamper, comment
 from ..jobs import ChatJob
+from . import forwarding
 from .completion import Completion
 from .cut_call import ChatCutCall, charge
 from .mcp import ChatMcpTools, tenant_mcp_tools
@@ -183,21 +183,25 @@ class ChatRun:
                                     retry) as batches:
             # answered: its tokens are spent from here, cut or not (counted: cut_call.py)
             self.cut = ChatCutCall.began(body, self.completion)
-            push = getattr(batches, "push", None)
-            async for chunks in batches:
-                if not self.job.stream and not self.started:
-                    # a client waiting for the whole completion learns that its run started
-                    # (the front waits for a first entry no longer than for a first byte)
-                    await self.emit([comment("started")])
-                events = []
-                try:
-                    self._taken(chunks, events)
-                finally:  # a chunk off shape: what came before it goes out first
-                    await self.emit(events)
-                if self.first_sent and push is not None:
-                    await push(self._taken_now)  # the rest of the turn, as it is read
-                    break
+            await self._streamed(batches)
         self.cut = None
+
+    async def _streamed(self, batches) -> None:
+        """A turn's reads taken: pulled until the first entry is out, then pushed as they are
+        read, a lone chunk of text by the lane (forwarding.py), if they can be pushed."""
+        push = getattr(batches, "push", None)
+        async for chunks in batches:
+            if not self.job.stream and not self.started:
+                # a client waiting for the whole completion learns that its run started
+                # (the front waits for a first entry no longer than for a first byte)
+                await self.emit([comment("started")])
+            events = []
+            try:
+                self._taken(chunks, events)
+            finally:  # a chunk off shape: what came before it goes out first
+                await self.emit(events)
+            if self.first_sent and push is not None:
+                return await push(self._taken_now, forwarding.chat_lane(self))
 
     def _taken(self, chunks: list, events: list) -> None:
         """One read's chunks fed to the completion, the events the client gets of them
@@ -206,7 +210,7 @@ class ChatRun:
             for chunk in chunks:
                 self.completion.feed(chunk)
                 if self.job.stream:
-                    forwarded = self._forwarded(chunk)
+                    forwarded = forwarding.forwarded(self, chunk)
                     if forwarded is not None:
                         events.append(forwarded)
         except SHAPE_ERRORS as error:
@@ -226,33 +230,6 @@ class ChatRun:
         finally:
             if events:
                 self.writer.put(self.stamper.entry(events))
-
-    def _forwarded(self, chunk: dict) -> dict | None:
-        """The chunk as the client gets it, or None."""
-        job = self.job
-        chunk["id"], chunk["model"], chunk["created"] = job.id, job.model, job.created
-        choices = chunk.get("choices")
-        if not choices:  # the usage chunk
-            if not self.job.include_usage or self.tools:
-                return None  # with MCP tools: the turns' usage added up, at the end
-            return chunk
-        if not self.job.include_usage and "usage" in chunk:
-            del chunk["usage"]
-        if not self.tools:
-            return chunk
-        kept = []
-        for part in choices:
-            delta = {key: value for key, value in (part.get("delta") or {}).items()
-                     if key != "tool_calls" and not (key == "role" and self.role_sent)}
-            if not any(delta.get(key) for key in TEXT_FIELDS) and "role" not in delta:
-                continue
-            self.role_sent = self.role_sent or "role" in delta
-            kept.append({**part, "delta": delta, "finish_reason": None})
-        if not kept:
-            return None
-        chunk["choices"] = kept
-        chunk.pop("usage", None)
-        return chunk
 
     async def _mcp_call(self, call: dict) -> dict:
         name, arguments = call["function"]["name"], call["function"]["arguments"]
