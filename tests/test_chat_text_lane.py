@@ -21,8 +21,8 @@ from chat_completions.worker.run import ChatRun
 from responses_app.bus.entries import Entry
 from responses_app.worker.chunk_batches import ChunkBatches
 from responses_app.worker.text_lane import lone_chunk
-from tests.test_text_lane import (ABSENT, CHUNKS, SOME_TEXT, CountedLane, Reads, Recorded,
-                                  WithoutLane, bodies, choice_of, frame)
+from tests.test_text_lane import (ABSENT, CHUNKS, NOT_ONLY_TEXT, SOME_TEXT, CountedLane,
+                                  Reads, Recorded, WithoutLane, bodies, choice_of, frame)
 
 def new_run(stream=True, include_usage=False, tools=None) -> ChatRun:
     job = ChatJob(id="chatcmpl-gw", tenant_id=1, model="gw-model", created=1700,
@@ -101,32 +101,17 @@ def test_a_waiting_clients_run_takes_the_content_and_writes_nothing():
 def test_chunks_and_states_the_lane_leaves_to_the_general_path():
     run = opened_run()
     take = chat_lane(run)
-    text = {"content": "x"}
-    for chunk in [
-        {"choices": [{"index": 0, "delta": text}], "usage": {"total_tokens": 1}},
-        {"choices": [{"index": 1, "delta": text}]},
-        {"choices": [{"index": 0, "delta": text}, {"index": 1, "delta": text}]},
-        {"choices": [{"index": 0, "delta": text, "finish_reason": "stop"}]},
-        {"choices": [{"index": 0, "delta": {"content": ""}}]},
-        {"choices": [{"index": 0, "delta": {"content": 5}}]},
-        {"choices": [{"index": 0, "delta": {"content": "x", "refusal": "no"}}]},
-        {"choices": [{"index": 0, "delta": {"content": "x", "reasoning_content": "r"}}]},
-        {"choices": [{"index": 0, "delta": {"content": "x", "reasoning": "r"}}]},
-        {"choices": [{"index": 0, "delta": {"content": "x", "tool_calls": [{"index": 0}]}}]},
-        {"choices": [{"index": 0, "delta": "x"}]},
-        {"choices": {"index": 0}},
-        {"choices": []},
-    ]:
+    for chunk in NOT_ONLY_TEXT:
         assert take(chunk) is False
         assert chunk.get("id") is None  # not forwarded
     assert run.writer.entries == []
     assert run.stamper.next_sequence_number == 3
     assert run.completion.turn_content == "Hi"
     fresh = new_run()  # the first choice not come yet
-    assert chat_lane(fresh)({"choices": [{"delta": text}]}) is False
+    assert chat_lane(fresh)({"choices": [{"delta": {"content": "x"}}]}) is False
     assert fresh.completion.choices == {}
     run.cancelled = True
-    assert take({"choices": [{"delta": text}]}) is False
+    assert take({"choices": [{"delta": {"content": "x"}}]}) is False
     assert run.completion.turn_content == "Hi"
     assert chat_lane(new_run(tools={"lookup": object()})) is None  # MCP tools: no lane
 

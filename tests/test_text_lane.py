@@ -175,34 +175,40 @@ def test_reads_the_lane_leaves_to_the_general_path():
     assert lone_chunk(b'data:{"choices":[]}\n\n') == {"choices": []}
 
 
+_TEXT = {"content": "x"}
+# Chunks that do more than add text to one choice's content: both lanes leave them alone
+# (tests/test_chat_text_lane.py too).
+NOT_ONLY_TEXT = [
+    {"choices": [{"index": 0, "delta": _TEXT}], "usage": {"total_tokens": 1}},
+    {"choices": [{"index": 1, "delta": _TEXT}]},
+    {"choices": [{"index": 0, "delta": _TEXT}, {"index": 1, "delta": _TEXT}]},
+    {"choices": [{"index": 0, "delta": _TEXT, "finish_reason": "stop"}]},
+    {"choices": [{"index": 0, "delta": {"content": ""}}]},
+    {"choices": [{"index": 0, "delta": {"content": 5}}]},
+    {"choices": [{"index": 0, "delta": {"content": "x", "refusal": "no"}}]},
+    {"choices": [{"index": 0, "delta": {"content": "x", "reasoning_content": "r"}}]},
+    {"choices": [{"index": 0, "delta": {"content": "x", "reasoning": "r"}}]},
+    {"choices": [{"index": 0, "delta": {"content": "x", "tool_calls": [{"index": 0}]}}]},
+    {"choices": [{"index": 0, "delta": "x"}]},
+    {"choices": {"index": 0}},
+    {"choices": []},
+]
+
+
 def test_chunks_and_states_the_lane_leaves_to_the_general_path():
     run = opened_run()
     lane = TextLane(run.translator, run.stamper)
-    text = {"content": "x"}
-    for chunk in [
-        {"choices": [{"index": 0, "delta": text}], "usage": {"total_tokens": 1}},
-        {"choices": [{"index": 1, "delta": text}]},
-        {"choices": [{"index": 0, "delta": text}, {"index": 1, "delta": text}]},
-        {"choices": [{"index": 0, "delta": text, "finish_reason": "stop"}]},
-        {"choices": [{"index": 0, "delta": {"content": ""}}]},
-        {"choices": [{"index": 0, "delta": {"content": 5}}]},
-        {"choices": [{"index": 0, "delta": {"content": "x", "refusal": "no"}}]},
-        {"choices": [{"index": 0, "delta": {"content": "x", "reasoning_content": "r"}}]},
-        {"choices": [{"index": 0, "delta": {"content": "x", "reasoning": "r"}}]},
-        {"choices": [{"index": 0, "delta": {"content": "x", "tool_calls": [{"index": 0}]}}]},
-        {"choices": [{"index": 0, "delta": "x"}]},
-        {"choices": {"index": 0}},
-    ]:
+    for chunk in NOT_ONLY_TEXT:
         assert lane.stamped(chunk) is None
     assert run.stamper.next_sequence_number == 5
     assert run.translator._segment.pieces == ["Hi"]
     closed = new_run()  # no part open
     assert TextLane(closed.translator, closed.stamper).stamped(
-        {"choices": [{"index": 0, "delta": text}]}) is None
+        {"choices": [{"index": 0, "delta": _TEXT}]}) is None
     with_logprobs = new_run(include_logprobs=True)
     with_logprobs.translator.feed({"choices": [{"delta": {"content": "Hi"}}]})
     assert TextLane(with_logprobs.translator, with_logprobs.stamper).stamped(
-        {"choices": [{"index": 0, "delta": text}]}) is None
+        {"choices": [{"index": 0, "delta": _TEXT}]}) is None
 
 
 def test_a_stopped_run_takes_nothing_by_the_lane():

@@ -86,7 +86,7 @@ class Completion:
 
     def content_added(self, text: str) -> bool:
         """`text`, a non-empty string of content for the first choice, taken as `feed` takes
-        a chunk that brings only that (the chat lane: text_lane.py); False, nothing
+        a chunk that brings only that (the chat lane: forwarding.py); False, nothing
         changed, while the first choice has not come."""
         choice = self.choices.get(0)
         if choice is None:

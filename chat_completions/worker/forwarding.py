@@ -34,6 +34,7 @@ import orjson
 
 from responses_app.bus.entries import Entry
 from responses_app.translation.chunk_shape import TEXT_FIELDS
+from responses_app.translation.text_lane import added_text
 
 
 def forwarded(run, chunk: dict) -> dict | None:
@@ -76,21 +77,10 @@ def chat_lane(run):
     added, dumps = completion.content_added, orjson.dumps
 
     def take(chunk: dict) -> bool:
-        if run.cancelled or chunk.get("usage"):
+        if run.cancelled:
             return False
-        choices = chunk.get("choices")
-        if choices.__class__ is not list or len(choices) != 1:
-            return False
-        choice = choices[0]
-        if choice.__class__ is not dict or choice.get("index") or choice.get("finish_reason"):
-            return False
-        delta = choice.get("delta")
-        if delta.__class__ is not dict:
-            return False
-        text = delta.get("content")
-        if text.__class__ is not str or not text or delta.get("reasoning_content") \
-                or delta.get("reasoning") or delta.get("refusal") or delta.get("tool_calls") \
-                or not added(text):
+        text = added_text(chunk)
+        if text is None or not added(text):
             return False
         if chunk.get("system_fingerprint"):
             completion.system_fingerprint = chunk["system_fingerprint"]

@@ -35,20 +35,8 @@ class TextLane:
     def stamped(self, chunk: dict) -> bytes | None:
         """The numbered `output_text.delta` event of `chunk` as JSON bytes, its text added
         to the open part; None, nothing changed, unless `chunk` is exactly such a delta."""
-        if chunk.get("usage"):
-            return None
-        choices = chunk.get("choices")
-        if choices.__class__ is not list or len(choices) != 1:
-            return None
-        choice = choices[0]
-        if choice.__class__ is not dict or choice.get("index") or choice.get("finish_reason"):
-            return None
-        delta = choice.get("delta")
-        if delta.__class__ is not dict:
-            return None
-        text = delta.get("content")
-        if text.__class__ is not str or not text or delta.get("reasoning_content") \
-                or delta.get("reasoning") or delta.get("refusal") or delta.get("tool_calls"):
+        text = added_text(chunk)
+        if text is None:
             return None
         translator = self.translator
         segment = translator._segment  # the package's own machine: read, not reached into
@@ -62,6 +50,29 @@ class TextLane:
         self.stamper.next_sequence_number = number + 1
         return b'%b%b,"logprobs":[],"sequence_number":%d}' % (
             self._head, orjson.dumps(text), number)
+
+
+def added_text(chunk: dict) -> str | None:
+    """The text of `chunk` if all it does is add that text to its one choice's content
+    (one choice, of a falsy index, a non-empty string of content, no finish reason, usage,
+    reasoning, refusal or tool calls): the chunk both text lanes take (this one and the
+    Chat Completions worker's, chat_completions/worker/forwarding.py); None for any other."""
+    if chunk.get("usage"):
+        return None
+    choices = chunk.get("choices")
+    if choices.__class__ is not list or len(choices) != 1:
+        return None
+    choice = choices[0]
+    if choice.__class__ is not dict or choice.get("index") or choice.get("finish_reason"):
+        return None
+    delta = choice.get("delta")
+    if delta.__class__ is not dict:
+        return None
+    text = delta.get("content")
+    if text.__class__ is not str or not text or delta.get("reasoning_content") \
+            or delta.get("reasoning") or delta.get("refusal") or delta.get("tool_calls"):
+        return None
+    return text
 
 
 def _head(segment) -> bytes:
