@@ -53,6 +53,13 @@ def spans_until(receiver, done, timeout=30.0) -> list[dict]:
     raise AssertionError(f"spans never arrived: {json.dumps(receiver.spans, indent=1)}")
 
 
+def with_parents(spans, children) -> bool:
+    """Whether `children` were exported with their parents (a parent span ends after its
+    children: it may come in a later export)."""
+    ids = {s["span_id"] for s in spans}
+    return bool(children) and all(child["parent_id"] in ids for child in children)
+
+
 def by_scope(spans, scope, trace_id) -> list[dict]:
     return [s for s in spans if s["scope"] == scope and s["trace_id"] == trace_id]
 
@@ -226,9 +233,9 @@ def test_a_resumed_stream_and_a_chat_completion_stream_are_relayed_in_a_span_eac
     blocks = [block for block in chat.split(b"\n\n") if block]  # chunks, then [DONE]
     assert blocks[-1] == b"data: [DONE]"
     completion_id = json.loads(blocks[0].removeprefix(b"data: "))["id"]
-    spans = spans_until(receiver, lambda spans: of_response(
-        spans, "relay response", stored["id"]) and of_response(
-        spans, "relay chat.completion", completion_id) and of_response(
+    spans = spans_until(receiver, lambda spans: with_parents(spans, of_response(
+        spans, "relay response", stored["id"]) + of_response(
+        spans, "relay chat.completion", completion_id)) and of_response(
         spans, "run", completion_id))
     [resume] = of_response(spans, "relay response", stored["id"])
     [get] = [s for s in spans if s["span_id"] == resume["parent_id"]]
@@ -279,8 +286,8 @@ def test_a_django_view_is_traced_by_the_django_instrumentation(traced):
     key = deployment.new_api_key("tracer")
     with deployment.client(key) as api:
         assert api.get("/models").status_code == 200
-    spans = spans_until(receiver, lambda spans: any(
-        s["scope"] == "opentelemetry.instrumentation.django" for s in spans))
+    spans = spans_until(receiver, lambda spans: with_parents(spans, [
+        s for s in spans if s["scope"] == "opentelemetry.instrumentation.django"]))
     [view] = [s for s in spans if s["scope"] == "opentelemetry.instrumentation.django"]
     [server] = [s for s in spans if s["span_id"] == view["parent_id"]]
     assert (view["name"], view["kind"], view["trace_id"]) == (
