@@ -50,8 +50,6 @@ def new_row(deployment, before: set) -> tuple:
     return row
 
 
-# --- the counter fails: the upstream's failure ---------------------------------------------
-
 def stored_and_charged(deployment) -> tuple:
     """The stored responses and the usage rows: what a run that crashed must not change."""
     return stored_rows(deployment), sql(deployment, "SELECT * FROM accounting_responseusage")
@@ -112,6 +110,15 @@ def assert_failed_in_place(deployment, api, upstream, **body) -> None:
     assert replay.events[-1]["response"] == failed
     assert (charged(deployment, created["id"]), upstream.requests()) == ([], [])
 
+
+def no_message_held(deployment) -> bool:
+    """Whether the run queue and the workers' processing lists are empty (messages settled)."""
+    client = redis.Redis.from_url(deployment.env["REDIS_URL"])
+    return client.llen("gw:runs") == 0 and not any(
+        client.lrange(key, 0, -1) for key in client.keys("gw:processing:*"))
+
+
+# --- the counter fails: the upstream's failure ---------------------------------------------
 
 def test_a_count_failed_after_its_compaction_is_a_502_to_a_client_waiting_for_it(
         windowed, api, clean_upstream):
@@ -318,9 +325,7 @@ def test_a_carried_run_whose_chat_request_cannot_be_built_answers_its_client(win
     assert (entry_id, orjson.loads(fields[b"x"])) == (
         b"0-1", {"status": 500, "body": BARE_500, "headers": {}})
     assert sql(windowed, "SELECT id FROM responses WHERE id = %s", response_id) == []
-    wait_for(lambda: not any(client.lrange(key, 0, -1)
-                             for key in client.keys("gw:processing:*")), "the message acked")
-    assert client.llen("gw:runs") == 0
+    wait_for(lambda: no_message_held(windowed), "the message acked")
 
 
 # --- the run's safety net: raised outside its phases' own handling -------------------------
@@ -416,19 +421,10 @@ def test_a_chat_run_that_raises_before_its_own_handling_answers_its_client(windo
                                     "the run's answer")
     assert (entry_id, orjson.loads(fields[b"x"])) == (
         b"0-1", {"status": 500, "body": BARE_500, "headers": {}})
-    wait_for(lambda: not any(client.lrange(key, 0, -1)
-                             for key in client.keys("gw:processing:*")), "the message acked")
-    assert client.llen("gw:runs") == 0
+    wait_for(lambda: no_message_held(windowed), "the message acked")
 
 
 # --- the run's crash before its claim ----------------------------------------------------
-
-def no_message_held(deployment) -> bool:
-    """Whether the run queue and the workers' processing lists are empty (messages settled)."""
-    client = redis.Redis.from_url(deployment.env["REDIS_URL"])
-    return client.llen("gw:runs") == 0 and not any(
-        client.lrange(key, 0, -1) for key in client.keys("gw:processing:*"))
-
 
 def test_a_run_whose_route_table_cannot_be_read_before_its_claim_is_a_bare_500_at_once(
         windowed, api, keys, clean_upstream):

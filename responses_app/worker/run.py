@@ -243,9 +243,7 @@ def _prepare(job: Job):
         ready = prepared(job)
         return ready, route_for_model(ready.model), mcp_run_plan(ready)
     except Exception as exc:
-        if is_backing_service_outage(exc):
-            raise
-        return unprepared(job, exc), None, None
+        return _unprepared(job, exc), None, None
 
 
 def _prepared(job: Job) -> RunJob:
@@ -253,9 +251,14 @@ def _prepared(job: Job) -> RunJob:
     try:
         return prepared(job)
     except Exception as exc:
-        if is_backing_service_outage(exc):
-            raise
-        return unprepared(job, exc)
+        return _unprepared(job, exc)
+
+
+def _unprepared(job: Job, exc: Exception) -> RunJob:
+    """The job whose preparation raised `exc`, `unprepared`; an outage is raised again."""
+    if is_backing_service_outage(exc):
+        raise exc
+    return unprepared(job, exc)
 
 
 async def _storing(job: RunJob, streaming: Streaming, ending: Ending,

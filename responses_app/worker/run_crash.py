@@ -40,8 +40,7 @@ from ..errors import CRASHED
 from ..models import ResponseStatus
 from .loop import blocking
 from .run_store import hand_over
-from .run_streaming import Ending
-from .upstream import UpstreamRejected
+from .run_streaming import Ending, crash_before_anything
 
 log = logging.getLogger(__name__)
 
@@ -56,14 +55,8 @@ async def crashed(job, streaming, observed, ended) -> None:
         if observed.settled:  # its result stored or its row removed: its end is owed
             await _published(job, streaming, observed.ending)
         elif (streaming is None or streaming.untouched) and not job.background:
-            observed.ending = Ending("rejected", rejected=UpstreamRejected(
-                CRASHED, status=500, code="server_error"))
             await blocking(lifecycle.discard_unstarted, job.id)
-            try:  # its client is answered all the same
-                await ended(observed)
-            except Exception:
-                log.exception("run %s: its admission could not be settled", job.id)
-            await _published(job, streaming, observed.ending)
+            await _answered(observed, ended, _writer(job, streaming))
         else:
             observed.ending = Ending("fenced")  # ended in its place, and settled there
             if not await blocking(lifecycle.fail_orphan, job.id, CRASH):
@@ -75,9 +68,25 @@ async def crashed(job, streaming, observed, ended) -> None:
         await hand_over(job.id, CRASHED)
 
 
+async def _answered(observed, ended, writer) -> None:
+    """A run that crashed with nothing of it out: its admission settled (`ended`), then its
+    client answered the bare 500, the one even if the other fails."""
+    observed.ending = crash_before_anything()
+    try:
+        await ended(observed)
+    except Exception:
+        log.exception("run %s: its admission could not be settled", observed.job.id)
+    await writer.append(failure_entry(observed.ending.rejected), urgent=True)
+
+
+def _writer(job, streaming):
+    """The run's bus writer: its streaming phase's, or a new one (not built)."""
+    return event_bus().writer(job.id) if streaming is None else streaming.writer
+
+
 async def _published(job, streaming, ending: Ending) -> None:
     """The end `ending` of a run settled: its client's error, or its closing events."""
-    writer = event_bus().writer(job.id) if streaming is None else streaming.writer
+    writer = _writer(job, streaming)
     if ending.kind == "rejected":
         await writer.append(failure_entry(ending.rejected), urgent=True)
     elif ending.kind == "finished":
@@ -105,15 +114,9 @@ async def unclaimed(response_id: str, observed, settled, ended, writer=None) -> 
     if observed is None:
         return
     bind_request_id(observed.job.context.get("request_id"))
-    observed.ending = Ending("rejected", rejected=UpstreamRejected(
-        CRASHED, status=500, code="server_error"))
-    try:  # its client is answered all the same
-        await ended(observed)
-    except Exception:
-        log.exception("run %s: its admission could not be settled", response_id)
     writer = writer or event_bus().writer(response_id)
     try:
-        await writer.append(failure_entry(observed.ending.rejected), urgent=True)
+        await _answered(observed, ended, writer)
     except Exception:  # Redis away: its client's wait ends on the web
         log.exception("run %s: its crash could not be answered", response_id)
     finally:

@@ -65,6 +65,13 @@ class Ending:
     rejected: UpstreamRejected | None = None
 
 
+def crash_before_anything() -> Ending:
+    """The end of a run that crashed with nothing of it out: its client is answered the
+    bare 500 (the crash path's), nothing stored."""
+    return Ending("rejected", rejected=UpstreamRejected(CRASHED, status=500,
+                                                        code="server_error"))
+
+
 class Streaming:
     def __init__(self, job, route, mcp_plan, claim: Claim):
         self.job, self.route, self.mcp_plan, self.claim = job, route, mcp_plan, claim
@@ -181,8 +188,7 @@ class Streaming:
         `untouched` and its client waits for the answer (a 500, nothing stored). A client
         waiting for the whole answer gets a failure stored so as a 500 too (api/relay.py)."""
         if self.untouched and not self.job.background:
-            return Ending("rejected", rejected=UpstreamRejected(CRASHED, status=500,
-                                                                code="server_error"))
+            return crash_before_anything()
         if not self.started:
             await self.emit(self.translator.start(), urgent=False)
         return Ending("finished", await close_cut_turn(self)
