@@ -19,10 +19,9 @@ from chat_completions.worker.forwarding import chat_lane
 from chat_completions.worker.mcp import ChatMcpTools
 from chat_completions.worker.run import ChatRun
 from responses_app.bus.entries import Entry
-from responses_app.worker.chunk_batches import ChunkBatches
 from responses_app.worker.text_lane import lone_chunk
-from tests.test_text_lane import (ABSENT, CHUNKS, NOT_ONLY_TEXT, SOME_TEXT, CountedLane,
-                                  Reads, Recorded, WithoutLane, bodies, choice_of, frame)
+from tests.test_text_lane import (ABSENT, CHUNKS, NOT_ONLY_TEXT, SOME_TEXT, Recorded, bodies,
+                                  choice_of, frame, paced_answer, read_by)
 
 def new_run(stream=True, include_usage=False, tools=None) -> ChatRun:
     job = ChatJob(id="chatcmpl-gw", tenant_id=1, model="gw-model", created=1700,
@@ -47,9 +46,7 @@ def streamed(reads, lane: bool, **options):
     """The run's entries, the pacing, the failure, the completion it would store, the
     stamper's next number, the turn's content (a tool loop's) and the lane's takes."""
     async def scenario():
-        run, response = new_run(**options), Reads(reads)
-        batches = ChunkBatches(response, 0.05)
-        wrapped = CountedLane(batches) if lane else WithoutLane(batches)
+        run, (response, wrapped) = new_run(**options), read_by(reads, lane)
         failure = None
         try:
             await run._streamed(wrapped)
@@ -117,12 +114,7 @@ def test_chunks_and_states_the_lane_leaves_to_the_general_path():
 
 
 def test_a_paced_answer_goes_by_the_lane_after_its_first_entry():
-    chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
-    chunks += [{"choices": [{"index": 0, "delta": {"content": f"w{i} "}}]} for i in range(5)]
-    chunks += [{"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
-               {"choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 5,
-                                         "total_tokens": 6}}]
-    reads = [frame(chunk, "orjson") for chunk in chunks] + [b"data: [DONE]\n\n"]
+    reads = paced_answer()
     for stream, entries in ((True, 8), (False, 1)):  # a waiting client's: `started` only
         with_lane = streamed(reads, lane=True, stream=stream, include_usage=True)
         assert with_lane[:6] == streamed(reads, lane=False, stream=stream,

@@ -111,12 +111,18 @@ def new_run(include_logprobs=False, reasoning_as_summary=False) -> Streaming:
     return run
 
 
+def read_by(reads, lane: bool):
+    """The fake response of `reads`, and its batches as a run reads them, with the lane
+    (its takes counted) or without it."""
+    response = Reads(reads)
+    batches = ChunkBatches(response, 0.05)
+    return response, CountedLane(batches) if lane else WithoutLane(batches)
+
+
 def streamed(reads, lane: bool, **options):
     """The run's entries (its closing ones last), the pacing and the failure, if any."""
     async def scenario():
-        run, response = new_run(**options), Reads(reads)
-        batches = ChunkBatches(response, 0.05)
-        wrapped = CountedLane(batches) if lane else WithoutLane(batches)
+        run, (response, wrapped) = new_run(**options), read_by(reads, lane)
         failure = None
         try:
             await run._translated(wrapped)
@@ -219,13 +225,18 @@ def test_a_stopped_run_takes_nothing_by_the_lane():
     assert run.stamper.next_sequence_number == 5
 
 
-def test_a_paced_answer_goes_by_the_lane_after_its_first_delta():
+def paced_answer() -> list[bytes]:
+    """The reads of a model's answer: its role, five words, its finish and its usage."""
     chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
     chunks += [{"choices": [{"index": 0, "delta": {"content": f"w{i} "}}]} for i in range(5)]
     chunks += [{"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
                {"choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 5,
                                          "total_tokens": 6}}]
-    reads = [frame(chunk, "orjson") for chunk in chunks] + [b"data: [DONE]\n\n"]
+    return [frame(chunk, "orjson") for chunk in chunks] + [b"data: [DONE]\n\n"]
+
+
+def test_a_paced_answer_goes_by_the_lane_after_its_first_delta():
+    reads = paced_answer()
     with_lane = streamed(reads, lane=True)
     assert with_lane[:3] == streamed(reads, lane=False)[:3]
     assert with_lane[3] == 4  # w1..w4: w0 is the first delta, pulled
