@@ -267,3 +267,29 @@ def test_an_entry_written_during_a_flush_waits_a_tick_not_the_interval():
     assert KEEPALIVE not in entries
     assert [(entry.first, entry.last) for entry in entries] == [(0, 0), (1, 1)]
     assert numbers(entries) == [0, 1]
+
+
+def test_flush_now_sends_at_once_what_waits_for_the_tick():
+    """A pass of the worker's tick reads has its loop's bus flush what it read at once
+    (worker/tick_reads.py): an entry written a moment after a flush, which would wait for
+    the tick (30 s here, the reader's wait 5 s), goes when `flush_now` is called."""
+    reader_bus = redis_bus()
+    writer_bus = RedisEventBus(f"{REDIS_BASE_URL}/{BUS_REDIS_DB}", retention_seconds=60,
+                               run_deadline_seconds=60, flush_interval=30.0, flush_tick=30.0)
+    response_id = f"resp_flush_now_{os.getpid()}"
+
+    async def scenario():
+        subscription = await reader_bus.subscribe(response_id, -1)
+        await asyncio.sleep(0.1)  # the subscription holds
+        writer, stamper = writer_bus.writer(response_id), EventStamper()
+        await writer.append(batch(stamper, 1))  # nothing flushed yet: its flush starts now
+        first = await subscription.get(10.0)
+        await writer.append(batch(stamper, 1))  # a tick after that flush: 30 s away
+        writer_bus.flush_now()
+        second = await subscription.get(5.0)
+        subscription.close()
+        return [first, second]
+
+    entries = run(scenario(), reader_bus, writer_bus)
+    assert KEEPALIVE not in entries
+    assert numbers(entries) == [0, 1]

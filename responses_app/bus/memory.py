@@ -56,6 +56,9 @@ class MemoryEventBus:
             self._logs.pop(response_id, None)
 
     # --- deleting (any thread) -----------------------------------------------------------------
+    def flush_now(self) -> None:
+        """Nothing waits here: an entry is in the log as soon as it is written."""
+
     def delete(self, *response_ids: str) -> None:
         """Drop these responses' logs (a deleted or pruned response)."""
         with self._lock:

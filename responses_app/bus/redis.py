@@ -83,6 +83,12 @@ class RedisEventBus:
             shared = self._writers[loop] = StreamWriter(self)
         return RedisLogWriter(shared, response_id)
 
+    def flush_now(self) -> None:
+        """Send the running loop's pending entries at once (redis_writer.StreamWriter)."""
+        shared = self._writers.get(asyncio.get_running_loop())
+        if shared is not None:
+            shared.flush_now()
+
     # --- deleting (any thread, sync) -----------------------------------------------------------
     def delete(self, *response_ids: str) -> None:
         """Drop these responses' event streams (a deleted or pruned response).

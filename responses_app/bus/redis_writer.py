@@ -91,6 +91,12 @@ class StreamWriter:
             else:
                 self._flush_due()
 
+    def flush_now(self) -> None:
+        """Send what is pending at once, as if a tick had come (the loop's pass of tick
+        reads just put its paced streams' entries: worker/tick_reads.py)."""
+        if self.pending:
+            self._flush_due()
+
     async def append(self, key: str, entry: Entry, urgent: bool, soon: bool = False) -> None:
         if not urgent:
             self.put(key, entry, soon)

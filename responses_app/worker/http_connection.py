@@ -2,6 +2,7 @@
 protocol around `httptools` (llhttp) that parses a response head and queues its body,
 and the failures the client raises."""
 import asyncio
+import os
 
 import httptools
 
@@ -30,6 +31,9 @@ class Connection(asyncio.Protocol):
         self.resume_timer: asyncio.TimerHandle | None = None
         self.idle_timer: asyncio.TimerHandle | None = None
         self.wait_deadline = 0.0
+        self.ticking = None  # the loop's TickReads while the pass reads this connection
+        self.fd = -1
+        self.read_after = 0.0  # the pass reads it from this loop time on
         self.loop = asyncio.get_running_loop()
         self.reset()
 
@@ -98,7 +102,50 @@ class Connection(asyncio.Protocol):
         if not self.closed and not self.transport.is_closing():
             self.transport.resume_reading()
 
+    def tick(self, reads) -> None:
+        """From now on the loop's tick pass reads this connection (tick_reads.py); not a
+        TLS one (its bytes need the transport's decryption)."""
+        transport = self.transport
+        if self.ticking is not None or self.closed or transport.is_closing():
+            return
+        sock = transport.get_extra_info("socket")
+        if sock is None or transport.get_extra_info("sslcontext") is not None:
+            return
+        if self.resume_timer is not None:
+            self.resume_timer.cancel()
+            self.resume_timer = None
+        self.fd = sock.fileno()
+        transport.pause_reading()
+        self.ticking = reads
+        reads.add(self)
+
+    def untick(self) -> None:
+        """Back to reading as bytes arrive."""
+        if self.ticking is None:
+            return
+        self.ticking.discard(self)
+        self.ticking = None
+        if not self.closed and not self.transport.is_closing():
+            self.transport.resume_reading()
+
+    def tick_read(self) -> None:
+        """The tick pass: what the kernel holds, taken as the transport would; an end or a
+        failure is left to the transport (resumed), which reports it as it always does."""
+        try:
+            data = os.read(self.fd, 262144)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if data:
+            self.data_received(data)
+        else:
+            self.untick()
+
     def close(self) -> None:
+        if self.ticking is not None:
+            self.ticking.discard(self)
+            self.ticking = None
         for timer in (self.resume_timer, self.idle_timer):
             if timer is not None:
                 timer.cancel()

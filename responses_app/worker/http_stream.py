@@ -18,6 +18,10 @@ the bus flush packed by hand, the worker's CPU per 50 ms-paced response fell 0.7
 of it, reading a slow stream without pausing (see `batches`) and one idle timer per
 connection: 14.0 vs 15.0 ms worker CPU per response against the same code that pauses.
 
+With tick reads (tick_reads.py, STREAM_TICK_READS), a paced stream under load is not
+paused per read: it is taken off the loop's watch and read by the loop's pass once a flush
+tick, with every other such stream.
+
 Failures: `ConnectFailed` (no connection, or it closed before any response byte: safe to
 send again; `ConnectTimeout` is one), `TimeoutError` (nothing from the server for the
 idle timeout), `ConnectionLost` (the connection broke or sent bad HTTP after the response
@@ -31,6 +35,7 @@ from urllib.parse import urlsplit
 
 from .http_connection import (ConnectFailed, ConnectionLost, ConnectTimeout,  # noqa: F401
                               Connection)
+from .tick_reads import TickReads
 
 MAX_IDLE_PER_ORIGIN = 256
 # A read of one piece that came this share of the read interval or more after the one
@@ -62,8 +67,9 @@ class _Target:
 class HttpClient:
     """Keep-alive connections of one event loop, per origin."""
 
-    def __init__(self):
+    def __init__(self, tick: float = 0.0, after_pass=None):
         self._idle: dict[tuple, list["Connection"]] = {}
+        self.tick_reads = TickReads(tick, after_pass) if tick > 0 else None
         self.streaming = 0  # responses returned and not yet released: the loop's load
 
     async def post(self, url: str, body: bytes, headers: dict, *, connect_timeout: float,
@@ -220,14 +226,22 @@ class StreamedResponse:
 
     def _paced_read(self, read_interval: float, read_at: float, previous_read_at: float,
                     single: bool) -> None:
-        """After a read: pause the socket for the rest of the interval when pacing applies
-        (see batches())."""
-        if (self.paced and read_interval > 0 and not self.connection.complete
-                and self.client.streaming > 1
-                and not (single and read_at - previous_read_at >= read_interval * SLOW_SHARE)):
-            wait = read_interval - (self.connection.loop.time() - read_at)
+        """After a read: when pacing applies (see batches()), hand the connection to the
+        loop's tick reads (tick_reads.py), read by their pass from the interval's last tick
+        on; without them, pause the socket for the rest of the interval."""
+        connection = self.connection
+        if not (self.paced and read_interval > 0 and not connection.complete
+                and self.client.streaming > 1):
+            connection.untick()
+            return
+        reads = self.client.tick_reads
+        if reads is not None:
+            connection.read_after = read_at + read_interval - reads.tick
+            connection.tick(reads)
+        elif not (single and read_at - previous_read_at >= read_interval * SLOW_SHARE):
+            wait = read_interval - (connection.loop.time() - read_at)
             if wait > 0:
-                self.connection.pause_for(wait)
+                connection.pause_for(wait)
 
     def pace(self) -> None:
         """From now on, read at most once per read interval."""
@@ -236,6 +250,7 @@ class StreamedResponse:
     def unpace(self) -> None:
         """From now on, read every piece as soon as it arrives."""
         self.paced = False
+        self.connection.untick()
 
     def release(self) -> None:
         """Back to the pool if the body was read whole and the server keeps it open."""
@@ -244,6 +259,7 @@ class StreamedResponse:
         self.released = True
         self.client.streaming -= 1
         connection = self.connection
+        connection.untick()
         if connection.complete and connection.keep_alive and not connection.closed:
             connection.reset()
             self.client._keep(self.key, connection)

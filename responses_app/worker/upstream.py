@@ -26,6 +26,7 @@ from upstreams.replicas import Placement
 from upstreams.retry_policy import RetryPolicy, delay_before_retry
 from upstreams.routing import Route
 
+from ..bus import event_bus
 from ..errors import APIError
 from .chunk_batches import ChunkBatches, UpstreamStreamFailed
 from .http_stream import ConnectFailed, HttpClient, StreamedResponse
@@ -64,7 +65,8 @@ def http_client() -> HttpClient:
     loop = asyncio.get_running_loop()
     client = _clients.get(loop)
     if client is None:
-        client = _clients[loop] = HttpClient()
+        tick = settings.STREAM_FLUSH_TICK_MS / 1000 if settings.STREAM_TICK_READS else 0.0
+        client = _clients[loop] = HttpClient(tick, event_bus().flush_now)
     return client
 
 
