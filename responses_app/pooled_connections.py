@@ -23,12 +23,26 @@ connection would hold the first request for seconds, then answer it 503.
 """
 import logging
 import select
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 log = logging.getLogger(__name__)
+
+# psycopg_pool logs a connection given back closed ("discarding closed connection: <its
+# repr>"); one discarded here is said once, by `_discarded`'s line (the pool's name, why)
+_DISCARDING = ContextVar("discarding", default=False)
+_POOLS_LINE = "discarding closed connection: %s"
+
+
+class _SaidOnce(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (_DISCARDING.get() and record.msg == _POOLS_LINE)
+
+
+logging.getLogger("psycopg.pool").addFilter(_SaidOnce())
 
 
 def taken(pool: ConnectionPool, take):
@@ -37,11 +51,12 @@ def taken(pool: ConnectionPool, take):
     its place) and the next taken, up to the pool's size; then whatever comes next."""
     for _ in range(pool.max_size):
         connection = take()
-        if _quiet(connection) or _checked(connection):
+        error = None if _quiet(connection) else _check_failed(connection)
+        if error is None:
             return connection
-        log.info("discarding a dead connection of pool %r", pool.name)
-        connection.close()
-        pool.putconn(connection)  # dropped, another connected in its place
+        with _discarded(pool, error):
+            connection.close()
+            pool.putconn(connection)  # dropped, another connected in its place
     return take()
 
 
@@ -59,12 +74,26 @@ async def connection(pool: AsyncConnectionPool):
 async def _taken_async(pool: AsyncConnectionPool):
     for _ in range(pool.max_size):
         conn = await pool.getconn()
-        if _quiet(conn) or await _checked_async(conn):
+        error = None if _quiet(conn) else await _check_failed_async(conn)
+        if error is None:
             return conn
-        log.info("discarding a dead connection of pool %r", pool.name)
-        await conn.close()
-        await pool.putconn(conn)  # dropped, another connected in its place
+        with _discarded(pool, error):
+            await conn.close()
+            await pool.putconn(conn)  # dropped, another connected in its place
     return await pool.getconn()
+
+
+@contextmanager
+def _discarded(pool: ConnectionPool | AsyncConnectionPool, error: psycopg.Error):
+    """A dead connection of `pool` (its check failed with `error`) discarded in the block:
+    one line says so (psycopg_pool's own, as it is given back closed, is left out)."""
+    log.warning("pool %r: discarding a dead connection (%s); taking another", pool.name,
+                (str(error) or type(error).__name__).splitlines()[0])
+    discarding = _DISCARDING.set(True)
+    try:
+        yield
+    finally:
+        _DISCARDING.reset(discarding)
 
 
 def _quiet(connection: psycopg.Connection | psycopg.AsyncConnection) -> bool:
@@ -77,18 +106,19 @@ def _quiet(connection: psycopg.Connection | psycopg.AsyncConnection) -> bool:
     return not poller.poll(0)
 
 
-def _checked(connection: psycopg.Connection) -> bool:
+def _check_failed(connection: psycopg.Connection) -> psycopg.Error | None:
+    """psycopg_pool's check of `connection` (a round trip): its error, None if it passed."""
     try:
         ConnectionPool.check_connection(connection)
-    except psycopg.Error:
-        return False
-    return True
+    except psycopg.Error as error:
+        return error
+    return None
 
 
-async def _checked_async(connection: psycopg.AsyncConnection) -> bool:
+async def _check_failed_async(connection: psycopg.AsyncConnection) -> psycopg.Error | None:
     try:
         await AsyncConnectionPool.check_connection(connection)
-    except psycopg.Error:
-        return False
-    return True
+    except psycopg.Error as error:
+        return error
+    return None
 

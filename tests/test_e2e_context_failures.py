@@ -7,6 +7,7 @@ request cannot be built: the run crashes before it streams, answered as any cras
 Either way the tokens spent are counted once, with the exact errors, stored rows and
 upstream requests."""
 import time
+from contextlib import contextmanager
 
 import orjson
 import psycopg
@@ -15,10 +16,11 @@ import redis
 
 from tests.context_deployment import (  # noqa: F401  (fixtures)
     api, is_unfinished_here, keys, stored_rows, windowed)
+from tests.deployment_setup import provision
 from tests.fake_upstream import COMPACTED_MARK, FAKE_COUNT_FAILURE
 from tests.oracles import check_sse_stream
 from tests.sse import parse_sse
-from tests.test_e2e_durable import wait_for, wait_status
+from tests.test_e2e_durable import EventReader, wait_for, wait_status
 from tests.websocket_client import error_turn, open_socket
 
 CRASHED = "The server had an error while processing your request."
@@ -66,17 +68,25 @@ def ended(api, response_id: str) -> dict:
     return wait_status(api, response_id, {"failed", "completed", "cancelled"})
 
 
+@contextmanager
+def under_trigger(deployment, name: str, create: str):
+    """The trigger (and its function) `name`, made by `create` on `responses`, until the
+    block ends."""
+    with psycopg.connect(deployment.env["DATABASE_URL"], autocommit=True) as database:
+        database.execute(create)
+        try:
+            yield
+        finally:
+            database.execute(f"DROP TRIGGER {name} ON responses; DROP FUNCTION {name}()")
+
+
 def continued_under_trigger(deployment, api, upstream, name: str, create: str):
     """A fixture's body: a stored response's id to continue, with the trigger (and its
     function) `name` made by `create` on `responses` until the test ends."""
     first = api.post("/responses", json={"model": "fake-echo", "input": "one"}).json()
-    with psycopg.connect(deployment.env["DATABASE_URL"], autocommit=True) as database:
-        database.execute(create)
-        try:
-            upstream.clear()
-            yield first["id"]
-        finally:
-            database.execute(f"DROP TRIGGER {name} ON responses; DROP FUNCTION {name}()")
+    with under_trigger(deployment, name, create):
+        upstream.clear()
+        yield first["id"]
 
 
 def assert_turn_is_a_bare_500(deployment, keys, upstream, **turn) -> None:
@@ -453,6 +463,14 @@ def test_a_run_whose_route_table_cannot_be_read_before_its_claim_is_a_bare_500_a
     assert serves_on(api)
 
 
+# A row's job, as a message carries it (delivery.jobs.JOB_COLUMNS), and its tenant.
+JOB_OF_ROW = """
+SELECT tenant_id, jsonb_build_object('tenant_id', tenant_id, 'model', model, 'store', store,
+  'background', background, 'previous_response_id', previous_response_id, 'request', request,
+  'input_items', input_items, 'resource', resource, 'conversation_id', conversation_id)
+FROM responses WHERE id = %s
+"""
+
 # A trigger refuses the claim of a response whose input names a mark: its statement raises
 # (not an outage), whether it takes the row the web wrote or writes it as claimed.
 REFUSE_CLAIM = """
@@ -505,6 +523,62 @@ def test_a_background_run_whose_claim_is_refused_is_failed_at_once(
     fails a run it gave up, with the crash's error; its stream ended; nothing charged."""
     assert_failed_in_place(windowed, api, clean_upstream, input="REFUSE-CLAIM")
     wait_for(lambda: no_message_held(windowed), "the message settled")
+
+
+def ended_lines(deployment, response_id: str) -> list[str]:
+    """The worker's lines of the end of a run of `response_id` that crashed before its
+    claim (run_crash's), in order."""
+    lines = [orjson.loads(line) for log in sorted(deployment.workdir.glob("worker-*"))
+             for line in log.read_text().splitlines() if line.startswith("{")]
+    return [line["message"] for line in lines if line["logger"] == "responses_app.worker."
+            "run_crash" and line["message"].startswith(f"run {response_id}")]
+
+
+def test_a_resent_copy_that_crashes_before_its_claim_leaves_the_live_run_its_admission(
+        windowed, upstream):
+    """A run's message resent while its run lives (its worker taken for dead, or restarted
+    with its processing list) whose copy's claim is refused (our bug) as the run streams.
+    Before, the copy settled the response's admission as its own: the run's slot released
+    while the run held it (its tenant, limited to one run at a time, was admitted a
+    second), and the bare 500 published on the run's stream. Now the copy settles its
+    message only: the run keeps its slot until it ends, its stream and usage its own."""
+    [key] = provision(windowed, {"copy-one-run": {"keys": 1, "limits": {
+        "concurrent_runs": 1}}})["copy-one-run"]
+    held = f"bench-4-1-held1-copy{time.time_ns()}"  # held after `w0 `
+    client = redis.Redis.from_url(windowed.env["REDIS_URL"])
+    with windowed.client(key) as api, api.stream("POST", "/responses", json={
+            "model": held, "input": "REFUSE-CLAIM", "stream": True}) as reply:
+        reader = EventReader(reply)
+        reader.read_until(lambda event: event["type"] == "response.output_text.delta")
+        response_id = reader.events[0]["response"]["id"]
+        [(tenant_id, columns)] = sql(windowed, JOB_OF_ROW, response_id)
+        slots = f"gw:runs:t:{tenant_id}"
+        slot = columns["request"]["context"]["slot"].encode()
+        assert client.zrange(slots, 0, -1) == [slot]
+        with under_trigger(windowed, "refuse_claim", REFUSE_CLAIM):
+            client.lpush("gw:runs", orjson.dumps({"id": response_id, "job": columns,
+                                                  "resent": True}))
+            [ended] = wait_for(lambda: ended_lines(windowed, response_id), "the copy's end")
+        assert client.zrange(slots, 0, -1) == [slot]
+        assert ended == (f"run {response_id}: another run has its response; its copy "
+                         "ends nothing")
+        second = api.post("/responses", json={"model": "fake-echo", "input": "another"})
+        assert (second.status_code, second.json()["error"]["message"]) == (
+            429, "Too many concurrent runs for this organization: limit 1. Wait for one to "
+                 "end and try again.")
+        upstream.release(held)
+        events = reader.read_to_end()
+    assert [event["type"] for event in events] == [
+        "response.created", "response.in_progress", "response.output_item.added",
+        "response.content_part.added", *["response.output_text.delta"] * 4,
+        "response.output_text.done", "response.content_part.done",
+        "response.output_item.done", "response.completed"]
+    assert events[-1]["response"]["output"][0]["content"][0]["text"] == "w0 w1 w2 w3 "
+    usage = events[-1]["response"]["usage"]
+    assert charged(windowed, response_id) == [
+        ("completed", usage["input_tokens"], usage["output_tokens"])]
+    assert client.zrange(slots, 0, -1) == []
+    wait_for(lambda: no_message_held(windowed), "the messages settled")
 
 
 def test_a_run_message_whose_job_cannot_be_read_answers_its_client(windowed, api):

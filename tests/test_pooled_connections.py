@@ -2,8 +2,10 @@
 pooled_connections.py), on the test database: every pooled connection's server session
 ended (pg_terminate_backend: the server closes them, as a restart does), the next statement
 through Django's pool, and through an event loop's, is served on a new session instead of
-failing on a dead one (tests/test_e2e_faults.py: the same after a silent partition)."""
+failing on a dead one (tests/test_e2e_faults.py: the same after a silent partition). Each
+connection discarded is logged once, by us (psycopg_pool's own line for it left out)."""
 import asyncio
+import logging
 
 import psycopg
 import pytest
@@ -31,29 +33,47 @@ def sessions_ended() -> set[int]:
     return ended
 
 
-def test_django_takes_a_live_connection_after_the_pooled_ones_died():
+def discards_logged(caplog, pool_name: str, discarded: int) -> None:
+    """The warnings logged are one line per connection `discarded` (by the pool's count of
+    connections given back closed), ours: psycopg_pool's own for it is left out."""
+    assert discarded >= 1
+    assert [(record.name, record.levelname, record.getMessage())
+            for record in caplog.records] == [(
+        "responses_app.pooled_connections", "WARNING",
+        f"pool '{pool_name}': discarding a dead connection (terminating connection due to "
+        "administrator command); taking another")] * discarded
+
+
+def test_django_takes_a_live_connection_after_the_pooled_ones_died(caplog):
     with connection.cursor() as cursor:
         cursor.execute(BACKEND)
         before = cursor.fetchone()[0]
     connection.close()  # back to the pool, idle
     ended = sessions_ended()
-    with connection.cursor() as cursor:
-        cursor.execute(BACKEND)
-        after = cursor.fetchone()[0]
+    connection.pool.pop_stats()
+    with caplog.at_level(logging.WARNING):
+        with connection.cursor() as cursor:
+            cursor.execute(BACKEND)
+            after = cursor.fetchone()[0]
     assert before in ended
     assert after not in ended
+    discards_logged(caplog, connection.pool.name, connection.pool.get_stats()["returns_bad"])
 
 
-def test_an_event_loop_takes_a_live_connection_after_the_pooled_ones_died():
+def test_an_event_loop_takes_a_live_connection_after_the_pooled_ones_died(caplog):
     async def backends():
         try:
             before = (await database.fetchone(BACKEND, None))[0]
             ended = await asyncio.to_thread(sessions_ended)
-            after = (await database.fetchone(BACKEND, None))[0]
+            pool = await database._pool(durable=True)  # fetchone's
+            pool.pop_stats()
+            with caplog.at_level(logging.WARNING):
+                after = (await database.fetchone(BACKEND, None))[0]
+            return before, ended, after, pool.name, pool.get_stats()["returns_bad"]
         finally:
             await database.close_pool()
-        return before, ended, after
 
-    before, ended, after = asyncio.run(backends())
+    before, ended, after, pool_name, discarded = asyncio.run(backends())
     assert before in ended
     assert after not in ended
+    discards_logged(caplog, pool_name, discarded)

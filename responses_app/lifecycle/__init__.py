@@ -3,5 +3,6 @@
 (transitions.py, from event loops), or cancelled while queued, orphaned, never started
 (endings.py, from threads), each end settling the run's admission."""
 from .endings import (STORE_LOST, WORKER_LOST, cancel_queued, discard_abandoned,  # noqa: F401
-                      discard_unstarted, fail_orphan, forget_unsent, settle)
+                      discard_unstarted, fail_orphan, forget_before_claim,
+                      forget_unsent, settle)
 from .transitions import claim_carried, claim_job, insert_response, store_result  # noqa: F401

@@ -110,6 +110,15 @@ def forget_unsent(response_id: str) -> None:
     StoredResponse.objects.filter(id=response_id, status=ResponseStatus.QUEUED).delete()
 
 
+def forget_before_claim(response_id: str) -> bool:
+    """The row the web wrote for a run that crashed before its claim is removed (if still
+    queued); whether another run has the response (its row claimed, or ended, by that run:
+    a resent copy's): its answer and its admission's settlement are that run's."""
+    if StoredResponse.objects.filter(id=response_id, status=ResponseStatus.QUEUED).delete()[0]:
+        return False
+    return StoredResponse.objects.filter(id=response_id).exists()
+
+
 def discard_unstarted(response_id: str) -> None:
     """A run refused before it started leaves nothing behind (the client gets the error)."""
     StoredResponse.objects.filter(id=response_id).delete()

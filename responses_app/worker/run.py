@@ -147,9 +147,10 @@ async def _unowned(observed: ObservedRun, claim: Claim, settled: Callable[[bool]
     run has it, or it is gone)."""
     if claim.abandoned:
         return await abandon(observed, settled, _ended, writer)
-    if claim.refused:
-        log.error("run %s: its claim was refused", claim.response_id,
-                  exc_info=claim.task.exception())
+    if claim.refused:  # logged once, here: with its request id and its statement's trace
+        error = claim.refusal()
+        log.error("run %s: its claim was refused: %s", claim.response_id, error[1],
+                  exc_info=error)
         return await unclaimed(claim.response_id, observed, settled, _ended, writer)
     observed.ending = Ending("unclaimed")
     log.info("run %s: another run has its response, or it is gone; stopped", claim.response_id)

@@ -102,6 +102,7 @@ def _drop(attempt: asyncio.Future) -> None:
 class Claim:
     def __init__(self, response_id: str, task: asyncio.Future):
         self.response_id, self.task = response_id, task
+        self._traceback = None  # of its statement's error, as it raised it (`refusal`)
 
     @classmethod
     def taken(cls, response_id: str) -> "Claim":
@@ -115,13 +116,12 @@ class Claim:
         """A claim sent now (the row of `job`, written as claimed), confirmed while the
         run goes on (abandoned if the database does not take it by `deadline`)."""
         claim = cls(job.id, asyncio.ensure_future(_claimed_after_the_run_starts(job, deadline)))
-        claim.task.add_done_callback(claim._log_failure)
+        claim.task.add_done_callback(claim._kept_traceback)
         return claim
 
-    def _log_failure(self, task: asyncio.Future) -> None:
-        if not task.cancelled() and task.exception() is not None and not self.abandoned:
-            log.warning("run %s could not claim its response: %s", self.response_id,
-                        task.exception())
+    def _kept_traceback(self, task: asyncio.Future) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            self._traceback = task.exception().__traceback__
 
     @property
     def abandoned(self) -> bool:
@@ -137,6 +137,12 @@ class Claim:
         task = self.task
         return task.done() and not task.cancelled() and task.exception() is not None \
             and not self.abandoned
+
+    def refusal(self) -> tuple:
+        """A refused claim's error, as `exc_info`: with the traceback its statement raised
+        it with (awaiting the claim again gives it one of that await only)."""
+        error = self.task.exception()
+        return type(error), error, self._traceback or error.__traceback__
 
     @property
     def confirmed(self) -> bool:

@@ -26,8 +26,12 @@ so), the row the web wrote for it removed (if still queued), its admission settl
 its client answered the bare 500; none waiting (a background run), its row, still
 queued, failed in place (lifecycle.fail_orphan, with the crash's error: its stream ends
 with `response.failed`, its admission is settled). Either way nothing is charged and its
-message is settled: it would only raise again. If its row cannot be removed or failed
-(the database away), the message goes back to the queue, and its next run ends it.
+message is settled: it would only raise again. A resent copy of a run whose response
+another run has (its row claimed, or ended, by that run: its message given back while that
+run lived) ends nothing: that run answers its client and settles its admission, once (a
+second settlement would free the slot that run still holds). If its row cannot be removed
+or failed (the database away), the message goes back to the queue, and its next run ends
+it.
 """
 import logging
 
@@ -103,8 +107,9 @@ async def unclaimed(response_id: str, observed, settled, ended, writer=None) -> 
     try:
         if observed is None:  # no client waits: its row fails, as the watchdog's would
             await blocking(lifecycle.fail_orphan, response_id, CRASH, ResponseStatus.QUEUED)
+            another_run = False
         else:  # the row the web wrote for it, if any
-            await blocking(lifecycle.forget_unsent, response_id)
+            another_run = await blocking(lifecycle.forget_before_claim, response_id)
     except Exception:
         log.exception("run %s: its crash before its claim could not be ended; its message "
                       "goes back to the queue", response_id)
@@ -114,6 +119,10 @@ async def unclaimed(response_id: str, observed, settled, ended, writer=None) -> 
     if observed is None:
         return
     bind_request_id(observed.job.context.get("request_id"))
+    if another_run:  # a resent copy: its stream, and its writer's state, are that run's
+        log.warning("run %s: another run has its response; its copy ends nothing",
+                    response_id)
+        return
     writer = writer or event_bus().writer(response_id)
     try:
         await _answered(observed, ended, writer)
