@@ -125,7 +125,9 @@ def test_a_paced_answer_goes_by_the_lane_after_its_first_entry():
         assert len(with_lane[0]) == entries
 
 
-def test_a_chunk_orjson_cannot_write_fails_the_run_the_same_way():
+def test_a_chunk_orjson_cannot_write_fails_the_run_as_a_malformed_one():
+    """With the lane or without, the chunks before it out, then the malformed chunk's
+    failure (chunk_batches); before, writing it raised TypeError: the run crashed."""
     deep = b"[" * 300 + b"]" * 300  # read by orjson, but too deep for it to write again
     chunks = [{"choices": [{"delta": {"role": "assistant", "content": "a"}}]},
               {"choices": [{"delta": {"content": "b"}}]}]
@@ -134,9 +136,15 @@ def test_a_chunk_orjson_cannot_write_fails_the_run_the_same_way():
         b'data: {"choices":[{"delta":{"content":"d"}}]}\n\n', b"data: [DONE]\n\n"]
     with_lane = streamed(reads, lane=True)
     assert with_lane[:6] == streamed(reads, lane=False)[:6]
-    assert with_lane[2] == ("TypeError", "Recursion limit reached", None)  # a crash
-    assert with_lane[4] == 3  # its number taken, as the general path's stamper takes it
-    assert with_lane[6] == 1  # b (a paced the read); c raised in the lane
+    assert [entry.events for entry in with_lane[0]] == [
+        [b'{"choices":[{"delta":{"role":"assistant","content":"a"}}],"id":"chatcmpl-gw",'
+         b'"model":"gw-model","created":1700}'],
+        [b'{"choices":[{"delta":{"content":"b"}}],"id":"chatcmpl-gw","model":"gw-model",'
+         b'"created":1700}']]
+    assert with_lane[2] == ("UpstreamStreamFailed", "The upstream sent a malformed stream "
+                                                    "chunk.", "server_error")
+    assert with_lane[4] == 2  # no number taken for c
+    assert with_lane[6] == 1  # b (a paced the read); c left to the general path
 
 
 # --- equivalence on random streams ---------------------------------------------------------

@@ -406,7 +406,8 @@ def test_an_upstream_failing_mid_stream(production, clean_upstream, model, messa
     malformed chunk failed its whole read, and the client got the error alone.
     fake-bad-shape-*: the bad chunk is JSON of the wrong shape (in the same read, or in one
     of its own after the first delta's): before, it crashed the run (the generic error, and
-    the call charged nothing)."""
+    the call charged nothing); fake-bad-shape-*-deep's is nested deeper than orjson writes
+    (before, writing it crashed the streamed run, by the text lane or not)."""
     from upstreams.token_counting import render_chat
 
     failed = {"error": {"message": message, "type": "server_error", "param": None,

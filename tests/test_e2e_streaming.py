@@ -137,7 +137,8 @@ def test_mid_stream_failure_is_response_failed_and_stored_failed(api, model, mes
     chunk failed its whole read, and `Hello` was lost (output [], 0 output tokens).
     fake-bad-shape-*: the bad chunk is JSON of the wrong shape (in the same read, or in one
     of its own after the first delta's): before, it crashed the run (the generic error, and
-    the cut call uncounted)."""
+    the cut call uncounted); fake-bad-shape-*-deep's is nested deeper than orjson writes
+    (in a key the translation does not read: before, the response completed)."""
     _, raw = stream(api, {"model": model, "input": "hi"})
     events, final = check_sse_stream(raw)
     assert [e["type"] for e in events] == FAILED_AFTER_HELLO

@@ -255,6 +255,38 @@ def test_a_resumed_stream_and_a_chat_completion_stream_are_relayed_in_a_span_eac
         "gateway.relay.events": len(blocks), "gateway.relay.outcome": "completed"})
 
 
+@pytest.mark.parametrize("model, status, outcome", [
+    ("fake-text", UNSET, {"gateway.relay.outcome": "completed"}),
+    ("fake-length", UNSET, {"gateway.relay.outcome": "incomplete"}),
+    ("fake-bad-chunk", ERROR, {"gateway.relay.outcome": "failed",
+                               "error.type": "server_error"}),
+])
+def test_a_resume_after_its_stream_ended_carries_the_outcome_of_the_end(traced, model,
+                                                                       status, outcome):
+    """A resume whose cursor is the stream's last event: no event, `[DONE]`, and the span
+    says how the stream ended, as a relay that saw the end does (before: `cancelled`)."""
+    deployment, receiver = traced
+    key = deployment.new_api_key("tracer")
+    with deployment.client(key) as api:
+        with api.stream("POST", "/responses", json={
+                "model": model, "input": "hi", "stream": True}) as response:
+            events, final = check_sse_stream(response.read())
+        last = events[-1]["sequence_number"]
+        with api.stream("GET", f"/responses/{final['id']}",
+                        params={"stream": "true", "starting_after": str(last)}) as response:
+            resumed = response.read()
+    assert resumed == b"data: [DONE]\n\n"
+
+    def resumes(spans):
+        return [s for s in of_response(spans, "relay response", final["id"])
+                if "gateway.relay.starting_after" in s["attributes"]]
+
+    [resume] = resumes(spans_until(receiver, resumes))
+    assert (resume["status"], relayed(resume)) == (status, {
+        "gateway.response.id": final["id"], "gateway.relay.transport": "sse",
+        "gateway.relay.starting_after": last, "gateway.relay.events": 0, **outcome})
+
+
 def test_a_stream_whose_client_left_says_so_with_the_events_it_got(traced, upstream):
     deployment, receiver = traced
     key = deployment.new_api_key("tracer")

@@ -103,6 +103,39 @@ def test_replay_then_live_tail_gives_every_event_once(make_bus):
 
 
 @pytest.mark.parametrize("make_bus", BUSES)
+def test_a_reader_after_the_end_gets_an_empty_end_and_keeps_the_ends_last_event(make_bus):
+    """A resume at or past the last event: nothing to send, an empty end (its relay's span
+    takes the outcome of `passed_end`, the end's last event: relay_span.py); a stream that
+    ended without events (a cancelled run) has none to keep, nor has a reader before the
+    end."""
+    bus = make_bus()
+
+    async def scenario():
+        ended, cancelled = (f"resp_passed_{os.getpid()}_{n}" for n in range(2))
+        stamper = EventStamper()
+        await bus.writer(ended).append(batch(stamper, 3, end=True), urgent=True)  # 0..2
+        stopped = EventStamper()
+        writer = bus.writer(cancelled)
+        await writer.append(batch(stopped, 2), urgent=True)  # 0..1, then an end without
+        await writer.append(Entry(2, 1, [], end=True), urgent=True)
+        readers = [await bus.subscribe(ended, 2), await bus.subscribe(ended, 7),
+                   await bus.subscribe(ended, 1), await bus.subscribe(cancelled, 1)]
+        return [(await collect(reader), reader.passed_end) for reader in readers]
+
+    (at, at_end), (past, past_end), (before, before_end), (stop, stop_end) = run(
+        scenario(), bus)
+    terminal = orjson.dumps({"type": "response.output_text.delta", "delta": "d2",
+                             "sequence_number": 2})
+    assert [(e.first, e.last, e.events, e.end) for e in at] == [(3, 2, [], True)]
+    assert at_end == terminal
+    assert [(e.first, e.last, e.events, e.end) for e in past] == [(8, 7, [], True)]
+    assert past_end == terminal
+    assert (numbers(before), before_end) == ([2], None)
+    assert ([(e.first, e.last, e.events, e.end) for e in stop], stop_end) == (
+        [(2, 1, [], True)], None)
+
+
+@pytest.mark.parametrize("make_bus", BUSES)
 def test_streams_subscribed_while_the_reader_waits_are_all_served(make_bus):
     """Subscribes during one blocking read share a wake-up: none of them is left out."""
     bus = make_bus()

@@ -13,7 +13,7 @@ import pytest
 import redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from responses_app.bus.entries import Entry, error_entry, failure_entry
+from responses_app.bus.entries import Entry, bus_failure_entry, error_entry, is_bus_failure
 from responses_app.bus.redis import RedisEventBus
 from responses_app.errors import ServiceUnavailable
 from responses_app.translation.numbering import EventStamper
@@ -345,10 +345,10 @@ def test_redis_gone_fails_the_readers_as_a_failed_read_did(private_redis):
 
     heard, failures = run(scenario(), web, worker)
     assert heard == [0, 1]
-    unavailable = failure_entry(ServiceUnavailable("The event stream is unavailable; retry "
-                                                   "shortly."))
-    assert [(failure.end, failure.error) for failure in failures] == [
-        (True, unavailable.error)] * 2
+    unavailable = bus_failure_entry(ServiceUnavailable("The event stream is unavailable; "
+                                                       "retry shortly."))
+    assert [(failure.end, failure.error, is_bus_failure(failure)) for failure in failures] == [
+        (True, unavailable.error, True)] * 2
 
 
 def test_a_restarted_reader_resumes_from_its_cursor_and_leaves_no_subscription():

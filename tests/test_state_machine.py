@@ -6,10 +6,12 @@ before its exact event list, items and usage are asserted. No database, no netwo
 """
 import itertools
 
+import orjson
 import pytest
 
 from responses_app.api.framing import sse
 from responses_app.create.request import parse_create_request
+from responses_app.translation.chunk_shape import DEEPEST, too_deep
 from responses_app.translation.resource import new_response_resource
 from responses_app.translation.numbering import EventStamper
 from responses_app.translation.state_machine import ResponseTranslator, TranslatorOptions
@@ -618,6 +620,49 @@ def test_include_logprobs_passes_them_through():
     assert response["output"][0]["content"] == [
         {"type": "output_text", "text": "Hello", "annotations": [],
          "logprobs": [LOGPROB_HEL, LOGPROB_LO]}]
+
+
+def _nested(levels: int):
+    """A value `levels` arrays deep."""
+    value = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def _depth(value) -> int:
+    """How many levels of arrays and objects `value` nests."""
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+def test_a_chunk_nested_as_deep_as_a_chunk_may_is_written_in_every_event():
+    """orjson writes 254 levels (it reads 1024); a logprob nests two levels deeper in
+    `response.completed` than in its chunk (6 -> 8): a chunk DEEPEST (252) levels deep,
+    in a logprob, is translated and each of its events written; one level deeper, writing
+    them fails, and `too_deep` says so (the chunk is malformed as it is decoded:
+    chunk_batches; tests/test_e2e_streaming.py's fake-bad-shape-*-deep)."""
+    assert (len(orjson.dumps(_nested(254))), DEEPEST) == (509, 252)
+    with pytest.raises(TypeError, match="Recursion limit reached"):
+        orjson.dumps(_nested(255))
+
+    def with_deep_logprob(depth: int) -> tuple[list[dict], dict]:
+        entry = {**LOGPROB_LO, "deep": _nested(depth - 6)}
+        deep = chunk({"content": "lo"}, logprobs={"content": [entry]})
+        assert _depth(deep) == depth
+        return [*LOGPROB_CHUNKS[:2], deep, *LOGPROB_CHUNKS[3:]], entry
+
+    chunks, entry = with_deep_logprob(DEEPEST)
+    assert too_deep(chunks[2]) is False
+    _, response = translate(chunks, include_logprobs=True)
+    assert response["output"][0]["content"][0]["logprobs"] == [LOGPROB_HEL, entry]
+    chunks, _ = with_deep_logprob(DEEPEST + 1)
+    assert too_deep(chunks[2]) is True
+    with pytest.raises(TypeError, match="Recursion limit reached"):
+        translate(chunks, include_logprobs=True)
 
 
 def test_logprobs_are_empty_unless_included():

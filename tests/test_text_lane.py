@@ -22,6 +22,7 @@ from responses_app.worker.chunk_batches import ChunkBatches, UpstreamStreamFaile
 from responses_app.worker.run_streaming import Streaming
 from responses_app.worker.text_lane import lone_chunk, run_lane
 from tests.invariants import check_stream
+from tests.upstream_scenarios import BAD_SHAPES
 
 ABSENT = object()  # a key left out of the chunk
 
@@ -177,6 +178,7 @@ def test_reads_the_lane_leaves_to_the_general_path():
     assert lone_chunk(b'data: {"error":{"message":"boom"}}\n\n') is None
     assert lone_chunk(b'data: [1]\n\n') is None
     assert lone_chunk(b'data: {"choices":\n\n') is None
+    assert lone_chunk(b"data: " + BAD_SHAPES["delta-deep"] + b"\n\n") is None  # too deep
     assert lone_chunk(b': keep-alive\n\n') is None
     assert lone_chunk(b'data:{"choices":[]}\n\n') == {"choices": []}
 

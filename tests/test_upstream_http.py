@@ -24,6 +24,7 @@ from tests.scripted_http import (
     self_signed_certificate,
     sse,
 )
+from tests.upstream_scenarios import BAD_SHAPES
 from upstreams.retry_policy import RetryPolicy
 from upstreams.routing import Route
 
@@ -491,6 +492,9 @@ BAD_LINES = {
                                "The upstream sent a malformed stream chunk."),
     "an error": (b'data: {"error": {"message": "overloaded"}}\n\n',
                  "The upstream failed: overloaded"),
+    # JSON orjson reads but could not write back (before, the run writing it crashed)
+    "nested too deep": (b"data: " + BAD_SHAPES["unknown-deep"] + b"\n\n",
+                        "The upstream sent a malformed stream chunk."),
 }
 
 

@@ -201,6 +201,12 @@ BAD_SHAPES = {
                         b'"arguments": 5}}]}}]}',
     "finish-reason-number": b'{"choices": [{"index": 0, "delta": {}, "finish_reason": 5}]}',
     "choice-index-string": b'{"choices": [{"index": "0", "delta": {"content": "x"}}]}',
+    # JSON orjson reads but cannot write back (300 levels deep: it writes 254), in a delta
+    # of text the text lanes take, or in a key nobody reads
+    "delta-deep": b'{"choices": [{"index": 0, "delta": {"content": "x", "deep": '
+                  + b"[" * 300 + b"]" * 300 + b"}}]}",
+    "unknown-deep": b'{"choices": [{"index": 0, "delta": {"content": "x"}}], "deep": '
+                    + b'{"a": ' * 300 + b"1" + b"}" * 300 + b"}",
 }
 # ... whose bad chunk comes after a tool call's head (index 0, `look`) instead of `Hello`
 BAD_SHAPES_AFTER_A_CALL = {

@@ -239,7 +239,7 @@ async def _sse_body(subscription, first: Entry | None, abandoned: Abandoned,
                 elif events:
                     yield framing.sse(events)
         finished = True
-        span.end_with(last, response_terminal)
+        span.end_with(last, response_terminal, subscription.passed_end)
     except BaseException as exc:
         span.raised(exc)
         raise

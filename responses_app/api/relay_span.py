@@ -16,7 +16,10 @@ sent, each one SSE block or WebSocket frame; a chat completion's last, the whole
 relay's start to the run's first entry in hand), `gateway.relay.outcome` (OUTCOMES),
 `gateway.relay.starting_after` (a resume's cursor); `error.type` and an error status when
 the response failed, the bus failed under the relay, the run's deadline passed with only
-keep-alives, or the relay raised.
+keep-alives, or the relay raised. The outcome is told by what the relay's last entry is
+(`ended_so`), never by when it came: a resume that starts after its stream's end sends no
+event but carries the outcome of that end's terminal event, and an error entry is the
+bus's failure (`bus_error`) or the run's (`failed`) whether events came before it or not.
 
 Cost: the relay adds each batch's event count to `events` (relay.batches and the
 write-through callbacks), an integer increment; the rest is once per response. The span
@@ -31,7 +34,7 @@ import orjson
 
 from observability import tracing
 
-from ..bus.entries import Entry
+from ..bus.entries import Entry, is_bus_failure
 from . import framing
 
 RESPONSE = "relay response"
@@ -39,7 +42,8 @@ CHAT_COMPLETION = "relay chat.completion"
 
 COMPLETED = "completed"
 INCOMPLETE = "incomplete"
-FAILED = "failed"  # its terminal event says it failed (or the run failed before it started)
+FAILED = "failed"  # its terminal event says it failed (or the run's error entry: it failed
+# before it started)
 CANCELLED = "cancelled"  # the run's end came without a terminal event
 DISCONNECTED = "client_disconnected"
 BUS_ERROR = "bus_error"  # the bus failed under the relay: the stream stops without its end
@@ -87,18 +91,12 @@ class RelaySpan:
                           error_type or ERRORS.get(outcome))
         self.since = 0
 
-    def end_with(self, last: Entry, terminal) -> None:
+    def end_with(self, last: Entry, terminal, passed_end: bytes | None = None) -> None:
         """Record the span of a relay whose last entry was `last` (an end, or an error
-        entry); `terminal(event)` is (outcome, error type) of a terminal event."""
-        if not self.since:
-            return
-        if last.error is not None:  # a run fails before it starts, the bus at any time
-            code = last.error["body"]["error"].get("code") or "error"
-            self.end(BUS_ERROR if self.events else FAILED, code)
-        elif not last.events:
-            self.end(CANCELLED)
-        else:
-            self.end(*terminal(last.events[-1]))
+        entry); `terminal(event)` is (outcome, error type) of a terminal event; `passed_end`
+        a resume's stream's last event when the stream ended at or before its cursor."""
+        if self.since:
+            self.end(*ended_so(last, terminal, passed_end))
 
     def raised(self, exc: BaseException) -> None:
         """Record the span of a relay stopped by `exc`: its client left (a cancelled task,
@@ -107,6 +105,19 @@ class RelaySpan:
             self.end(RAISED, type(exc).__qualname__)
         else:
             self.end(DISCONNECTED)
+
+
+def ended_so(last: Entry, terminal, passed_end: bytes | None = None) -> tuple[str, str | None]:
+    """(outcome, error type) of a relay whose last entry was `last` (RelaySpan.end_with),
+    by what the entry is: the bus's failure under the relay (whether events came before it
+    or not), a run's error entry (it failed before it started), an end with the terminal
+    event, or an end without events: a resume after the stream's end (Subscription's
+    `passed_end`, that end's last event) or a run that ended without a terminal event."""
+    if last.error is not None:
+        code = last.error["body"]["error"].get("code") or "error"
+        return (BUS_ERROR if is_bus_failure(last) else FAILED), code
+    event = last.events[-1] if last.events else passed_end
+    return (CANCELLED, None) if event is None else terminal(event)
 
 
 def response_terminal(event: bytes) -> tuple[str, str | None]:

@@ -3,7 +3,8 @@
 An entry holds the events `first..last` (sequence numbers), each the JSON bytes of its
 object (translation.numbering; framed for a wire only by the front that sends it), whether
 the terminal event is among them (`end`), or, instead of events, the error that ended the
-run before it started (`error`: the HTTP status and OpenAI error body to answer with).
+run before it started (`error`: the HTTP status and OpenAI error body to answer with), or
+the bus's failure under a reader (`bus_failure_entry`).
 `at` is when the bus stored the entry (Unix seconds), for the admin's event view.
 """
 import time
@@ -65,6 +66,20 @@ def error_entry(status: int, body: dict, headers: dict | None = None) -> Entry:
 def failure_entry(error: APIError) -> Entry:
     """The error entry of `error`."""
     return error_entry(error.status, error.body, error.headers)
+
+
+def bus_failure_entry(error: APIError) -> Entry:
+    """The error entry a reader gets when the bus fails under it: in no log, it stops the
+    reader's stream without its end (the run goes on); told apart from a run's own error
+    entry by `is_bus_failure`."""
+    entry = failure_entry(error)
+    entry.error["bus"] = True
+    return entry
+
+
+def is_bus_failure(entry: Entry) -> bool:
+    """Whether the error entry `entry` is the bus's failure, not the run's."""
+    return entry.error.get("bus", False)
 
 
 def failure_of(entry: Entry) -> APIError:

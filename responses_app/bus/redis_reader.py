@@ -27,7 +27,7 @@ import asyncio
 import logging
 
 from ..errors import ServiceUnavailable
-from .entries import Entry, failure_entry
+from .entries import Entry, bus_failure_entry
 from .redis_codec import (async_client, decode, decode_flat, decode_message,
                           one_connection_client, stream_key)
 from .redis_listen import Listener
@@ -257,7 +257,7 @@ class ReadHub:
     def _fail(self, exc: Exception) -> None:
         """Redis is gone: every reader gets the failure (a clean end of its stream)."""
         log.error("event stream reader failed: %s", exc)
-        failure = failure_entry(ServiceUnavailable(
+        failure = bus_failure_entry(ServiceUnavailable(
             "The event stream is unavailable; retry shortly."))
         for group in self.subscribers.values():
             for subscription in group:

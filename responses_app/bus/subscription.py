@@ -32,6 +32,9 @@ class Subscription:
         self._waiter: asyncio.Future | None = None
         self._on_close = on_close
         self.ended = False  # its last entry (an end or an error) is queued: nothing to read
+        # a log that ended at or before the cursor (a resume after its end): its last event,
+        # the terminal one unless it ended without (not sent; relay_span takes its outcome)
+        self.passed_end: bytes | None = None
         self.direct = None  # see the class docstring
         # set by the run's creator: takes the run back if no worker took it yet (relay.py)
         self.withdraw = None
@@ -47,6 +50,7 @@ class Subscription:
         trimmed = entry.after(self.cursor)
         if trimmed is None:
             if entry.end and not self.ended:  # the log ended at or before the cursor:
+                self.passed_end = entry.events[-1] if entry.events else None
                 self.put(Entry(self.cursor + 1, self.cursor, [], end=True))  # nothing left
             return
         if trimmed.error is None:

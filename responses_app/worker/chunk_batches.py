@@ -9,7 +9,9 @@ read are handed over first (its batch ends there), then the failure is raised, s
 client and the stored response get does not depend on how the upstream's bytes were split
 into reads. A chunk that is JSON but not of a chunk's shape is malformed too; nothing
 checks that as chunks come: where a reader of chunks (here, the runs' translation) fails
-on one with SHAPE_ERRORS, `malformed_or_raise` checks it (translation.chunk_shape).
+on one with SHAPE_ERRORS, `malformed_or_raise` checks it (translation.chunk_shape). So
+is one nested deeper than the gateway can write back, checked as it is decoded (`_decode`,
+chunk_shape.too_deep): before, the run that wrote it crashed.
 """
 import asyncio
 import logging
@@ -17,7 +19,7 @@ import logging
 import orjson
 
 from ..create.nul import may_hold_nul, without_nul
-from ..translation.chunk_shape import chunk_problem
+from ..translation.chunk_shape import DEEP_BYTES, DEEPEST, chunk_problem, too_deep
 from .http_stream import StreamedResponse
 from .text_lane import lone_chunk
 
@@ -219,12 +221,16 @@ def _finish_in(batch: list) -> bool:
 
 
 def _decode(payload: bytes, nul: bool) -> dict:
-    """A chunk's JSON; its NUL characters replaced when `nul` (its read may hold one)."""
+    """A chunk's JSON; its NUL characters replaced when `nul` (its read may hold one).
+    Malformed: not JSON, not an object, or nested too deep to write (chunk_shape.py)."""
     try:
         chunk = orjson.loads(payload)
     except orjson.JSONDecodeError:
         raise _malformed() from None
     if not isinstance(chunk, dict):  # `data: []`, `data: 5`: JSON, but not a chunk
+        raise _malformed()
+    if len(payload) > DEEP_BYTES and too_deep(chunk):  # readable, but not writable
+        log.warning("the upstream sent a chunk nested deeper than %d levels", DEEPEST)
         raise _malformed()
     if chunk.get("error"):
         error = chunk["error"]

@@ -24,14 +24,15 @@ import orjson
 
 from ..bus.entries import Entry
 from ..create.nul import may_hold_nul
+from ..translation.chunk_shape import DEEP_BYTES, too_deep
 from ..translation.text_lane import TextLane
 
 
 def lone_chunk(data: bytes) -> dict | None:
     """The chunk of `data` if it is exactly one whole `data:` line and its blank line,
     decoded as the general path would (`ChunkBatches._decoded`); None for anything else
-    (several lines, none, `[DONE]`, bad JSON, an error chunk, a possible NUL), which the
-    general path reads."""
+    (several lines, none, `[DONE]`, bad JSON, an error chunk, a possible NUL, a chunk
+    nested too deep to write), which the general path reads."""
     if not data.startswith(b"data:") or data.find(b"\n") != len(data) - 2 \
             or data[-1] != 10 or may_hold_nul(data):
         return None
@@ -39,7 +40,8 @@ def lone_chunk(data: bytes) -> dict | None:
         chunk = orjson.loads(data[5:-2])
     except orjson.JSONDecodeError:
         return None
-    if chunk.__class__ is not dict or chunk.get("error"):
+    if chunk.__class__ is not dict or chunk.get("error") \
+            or len(data) > DEEP_BYTES and too_deep(chunk):
         return None
     return chunk
 
