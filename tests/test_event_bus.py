@@ -276,19 +276,30 @@ def test_a_reader_joining_behind_another_during_a_read_misses_nothing():
     assert numbers(behind) == list(range(16))
 
 
+def ticking_bus(tick: float) -> RedisEventBus:
+    """A bus whose writers flush a tick apart (`flush_interval` 30 s: never the wait)."""
+    return RedisEventBus(f"{REDIS_BASE_URL}/{BUS_REDIS_DB}", retention_seconds=60,
+                         run_deadline_seconds=60, flush_interval=30.0, flush_tick=tick)
+
+
+async def subscribed_writer(reader_bus, writer_bus, response_id: str):
+    """A subscription to `response_id` in force, and a writer of it with its stamper."""
+    subscription = await reader_bus.subscribe(response_id, -1)
+    await asyncio.sleep(0.1)  # the subscription holds
+    return subscription, writer_bus.writer(response_id), EventStamper()
+
+
 def test_an_entry_written_during_a_flush_waits_a_tick_not_the_interval():
     """With a flush tick, an entry written while a flush is in flight goes in the next flush,
     a tick after the last one started: not `flush_interval` after the flight (30 s here,
     the reader's bound 10 s). Each entry is its own Redis entry, in order."""
     reader_bus = redis_bus()
-    writer_bus = RedisEventBus(f"{REDIS_BASE_URL}/{BUS_REDIS_DB}", retention_seconds=60,
-                               run_deadline_seconds=60, flush_interval=30.0, flush_tick=0.2)
+    writer_bus = ticking_bus(0.2)
     response_id = f"resp_tick_{os.getpid()}"
 
     async def scenario():
-        subscription = await reader_bus.subscribe(response_id, -1)
-        await asyncio.sleep(0.1)  # the subscription holds
-        writer, stamper = writer_bus.writer(response_id), EventStamper()
+        subscription, writer, stamper = await subscribed_writer(reader_bus, writer_bus,
+                                                                response_id)
         await writer.append(batch(stamper, 1))  # nothing flushed yet: its flush starts now
         await asyncio.sleep(0)  # the flusher takes it and sends it: in flight
         await writer.append(batch(stamper, 1))  # during that flush: waits for the tick
@@ -307,14 +318,12 @@ def test_flush_now_sends_at_once_what_waits_for_the_tick():
     (worker/tick_reads.py): an entry written a moment after a flush, which would wait for
     the tick (30 s here, the reader's wait 5 s), goes when `flush_now` is called."""
     reader_bus = redis_bus()
-    writer_bus = RedisEventBus(f"{REDIS_BASE_URL}/{BUS_REDIS_DB}", retention_seconds=60,
-                               run_deadline_seconds=60, flush_interval=30.0, flush_tick=30.0)
+    writer_bus = ticking_bus(30.0)
     response_id = f"resp_flush_now_{os.getpid()}"
 
     async def scenario():
-        subscription = await reader_bus.subscribe(response_id, -1)
-        await asyncio.sleep(0.1)  # the subscription holds
-        writer, stamper = writer_bus.writer(response_id), EventStamper()
+        subscription, writer, stamper = await subscribed_writer(reader_bus, writer_bus,
+                                                                response_id)
         await writer.append(batch(stamper, 1))  # nothing flushed yet: its flush starts now
         first = await subscription.get(10.0)
         await writer.append(batch(stamper, 1))  # a tick after that flush: 30 s away

@@ -108,17 +108,36 @@ async def pushing(route, steps: Steps, observe):
     return pushes
 
 
-def test_a_paced_stream_under_load_is_read_by_the_pass_and_its_finish_puts_it_back():
-    steps = Steps(4)
+def served(steps: Steps, parts: list[list[bytes]], observe, *, loaded=True, ssl=None,
+           cut=False):
+    """What `pushing` hands over of our answer (its first chunk, then `parts` as the steps
+    say), with another answer streaming beside it if `loaded`; `cut`: the server closes
+    after the parts, without the end."""
     other_done = None
 
     async def script(reader, writer, number):
-        if number == 1:
+        if loaded and number == 1:
             return await other_answer(writer, other_done)
         writer.write(CHUNKED_HEAD + chunk(sse(CHUNKS[0])))
         await writer.drain()
-        await steps.serve(writer, parts_of([CHUNKS[1]], CHUNKS[2:5], [FINISH],
-                                           [USAGE, chunk(DONE) + LAST_CHUNK]))
+        await steps.serve(writer, parts)
+        return "close" if cut else None
+
+    async def scenario():
+        nonlocal other_done
+        other_done = asyncio.Event()
+        async with ScriptedServer(script, ssl=ssl) as server:
+            route = server.route()
+            if not loaded:
+                return await pushing(route, steps, observe)
+            return await with_another_stream(
+                route, lambda: pushing(route, steps, observe), other_done)
+
+    return run(scenario())
+
+
+def test_a_paced_stream_under_load_is_read_by_the_pass_and_its_finish_puts_it_back():
+    steps = Steps(4)
 
     async def observe(response, pushes, task):
         steps.go(0)
@@ -141,75 +160,26 @@ def test_a_paced_stream_under_load_is_read_by_the_pass_and_its_finish_puts_it_ba
         assert transport.is_reading()  # from the finish reason on, read as it comes
         steps.go(3)  # the usage chunk and the end: no pass needed
 
-    async def scenario():
-        nonlocal other_done
-        other_done = asyncio.Event()
-        async with ScriptedServer(script) as server:
-            route = server.route()
-            return await with_another_stream(
-                route, lambda: pushing(route, steps, observe), other_done)
-
-    pushes = run(scenario())
+    parts = parts_of([CHUNKS[1]], CHUNKS[2:5], [FINISH], [USAGE, chunk(DONE) + LAST_CHUNK])
+    pushes = served(steps, parts, observe)
     assert pushes == [[CHUNKS[1]], CHUNKS[2:5], [FINISH], [USAGE], []]
 
 
-def test_a_stream_alone_stays_on_the_watch():
-    steps = Steps(2)
-
-    async def script(reader, writer, number):
-        writer.write(CHUNKED_HEAD + chunk(sse(CHUNKS[0])))
-        await writer.drain()
-        await steps.serve(writer, parts_of([CHUNKS[1]], [CHUNKS[2], chunk(DONE) + LAST_CHUNK]))
-
+def stays_on_the_watch(steps: Steps):
     async def observe(response, pushes, task):
         steps.go(0)
         await steps.sent(0)
         assert response.connection.transport.is_reading()
         assert upstream.http_client().tick_reads.connections == set()
         steps.go(1)
-
-    async def scenario():
-        async with ScriptedServer(script) as server:
-            return await pushing(server.route(), steps, observe)
-
-    assert run(scenario()) == [[CHUNKS[1]], [CHUNKS[2]], []]
+    return observe
 
 
-def test_an_upstream_closing_while_the_pass_holds_its_stream_fails_after_what_it_sent():
+def test_a_stream_alone_stays_on_the_watch():
     steps = Steps(2)
-    other_done = None
-
-    async def script(reader, writer, number):
-        if number == 1:
-            return await other_answer(writer, other_done)
-        writer.write(CHUNKED_HEAD + chunk(sse(CHUNKS[0])))
-        await writer.drain()
-        await steps.serve(writer, parts_of([CHUNKS[1]], [CHUNKS[2]]))
-        return "close"  # cut: no [DONE], no last chunk
-
-    async def observe(response, pushes, task):
-        steps.go(0)
-        await steps.sent(0)
-        assert not response.connection.transport.is_reading()
-        steps.go(1)
-        await steps.sent(1)
-        pass_now()  # the chunk, then (the socket at its end) back to the transport
-        assert pushes == [[CHUNKS[1]], [CHUNKS[2]]]
-        pass_now()
-
-    async def scenario():
-        nonlocal other_done
-        other_done = asyncio.Event()
-        async with ScriptedServer(script) as server:
-            route = server.route()
-            return await with_another_stream(
-                route, lambda: pushing(route, steps, observe), other_done)
-
-    with pytest.raises(UpstreamStreamFailed) as raised:
-        run(scenario())
-    assert raised.value.message in {
-        "The upstream stream ended before it said it was done.",
-        "The upstream connection failed mid-stream: the upstream closed the connection"}
+    parts = parts_of([CHUNKS[1]], [CHUNKS[2], chunk(DONE) + LAST_CHUNK])
+    pushes = served(steps, parts, stays_on_the_watch(steps), loaded=False)
+    assert pushes == [[CHUNKS[1]], [CHUNKS[2]], []]
 
 
 def test_a_tls_stream_under_load_stays_on_the_watch(tmp_path, monkeypatch):
@@ -221,31 +191,29 @@ def test_a_tls_stream_under_load_stays_on_the_watch(tmp_path, monkeypatch):
     monkeypatch.setenv("SSL_CERT_FILE", str(cert_path))
     http_stream._tls_context.cache_clear()
     steps = Steps(2)
-    other_done = None
+    parts = parts_of([CHUNKS[1]], [CHUNKS[2], chunk(DONE) + LAST_CHUNK])
+    try:
+        pushes = served(steps, parts, stays_on_the_watch(steps), ssl=server_context)
+    finally:
+        http_stream._tls_context.cache_clear()
+    assert pushes == [[CHUNKS[1]], [CHUNKS[2]], []]
 
-    async def script(reader, writer, number):
-        if number == 1:
-            return await other_answer(writer, other_done)
-        writer.write(CHUNKED_HEAD + chunk(sse(CHUNKS[0])))
-        await writer.drain()
-        await steps.serve(writer, parts_of([CHUNKS[1]], [CHUNKS[2], chunk(DONE) + LAST_CHUNK]))
+
+def test_an_upstream_closing_while_the_pass_holds_its_stream_fails_after_what_it_sent():
+    steps = Steps(2)
 
     async def observe(response, pushes, task):
         steps.go(0)
         await steps.sent(0)
-        assert response.connection.transport.is_reading()
-        assert upstream.http_client().tick_reads.connections == set()
+        assert not response.connection.transport.is_reading()
         steps.go(1)
+        await steps.sent(1)
+        pass_now()  # the chunk, then (the socket at its end) back to the transport
+        assert pushes == [[CHUNKS[1]], [CHUNKS[2]]]
+        pass_now()
 
-    async def scenario():
-        nonlocal other_done
-        other_done = asyncio.Event()
-        async with ScriptedServer(script, ssl=server_context) as server:
-            route = server.route()
-            return await with_another_stream(
-                route, lambda: pushing(route, steps, observe), other_done)
-
-    try:
-        assert run(scenario()) == [[CHUNKS[1]], [CHUNKS[2]], []]
-    finally:
-        http_stream._tls_context.cache_clear()
+    with pytest.raises(UpstreamStreamFailed) as raised:
+        served(steps, parts_of([CHUNKS[1]], [CHUNKS[2]]), observe, cut=True)
+    assert raised.value.message in {
+        "The upstream stream ended before it said it was done.",
+        "The upstream connection failed mid-stream: the upstream closed the connection"}

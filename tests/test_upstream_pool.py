@@ -14,6 +14,7 @@ import pytest
 import redis
 from prometheus_client import REGISTRY
 
+from responses_app.bus import event_bus
 from responses_app.worker import upstream
 from responses_app.worker.upstream import UpstreamRejected, open_chat_stream
 from tests.fake_upstream import FakeUpstream
@@ -37,8 +38,10 @@ def store(request, settings):
     settings.UPSTREAM_AFFINITY_MAX_EXCESS = 1
     redis.Redis.from_url(REDIS_URL).flushdb()
     pool.replica_store.cache_clear()
+    event_bus.cache_clear()  # the calls' tick reads flush this mode's bus
     yield request.param
     pool.replica_store.cache_clear()
+    event_bus.cache_clear()
 
 
 def run(coroutine):

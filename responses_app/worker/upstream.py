@@ -66,8 +66,13 @@ def http_client() -> HttpClient:
     client = _clients.get(loop)
     if client is None:
         tick = settings.STREAM_FLUSH_TICK_MS / 1000 if settings.STREAM_TICK_READS else 0.0
-        client = _clients[loop] = HttpClient(tick, event_bus().flush_now)
+        client = _clients[loop] = HttpClient(tick, _flush_bus)
     return client
+
+
+def _flush_bus() -> None:
+    """After a pass of tick reads: the bus sends what the pass's reads wrote."""
+    event_bus().flush_now()
 
 
 async def close_loop_client() -> None:
