@@ -195,11 +195,9 @@ STREAM_FLUSH_INTERVAL_MS = env.float("STREAM_FLUSH_INTERVAL_MS", default=20.0)
 # that finds nothing in flight at once, and those written during a flight gather for up to
 # STREAM_FLUSH_INTERVAL_MS after it.
 STREAM_FLUSH_TICK_MS = env.float("STREAM_FLUSH_TICK_MS", default=20.0)
-# Under load, a worker loop reads its model-paced streams together once per flush tick
-# (one wake-up a tick, not one a chunk), and flushes what it read at once: a delta waits for
-# the first tick after it arrived (at most STREAM_FLUSH_TICK_MS, ~half of it on average),
-# where it was read at once and waited for the next flush before. Off: each paced chunk is
-# read as it arrives (~10% more worker CPU at 20 chunks a second; docs/operations.md).
+# Under load a worker loop reads its paced streams together once per flush tick and flushes
+# what it read at once (a delta waits at most a tick for it). Off: each paced chunk is read
+# as it arrives (~10% more worker CPU at 20 chunks a second; docs/configuration.md).
 STREAM_TICK_READS = env.bool("STREAM_TICK_READS", default=True)
 # The longest a run may take end to end.
 RUN_DEADLINE_SECONDS = env.int("RUN_DEADLINE_SECONDS", default=3600)
