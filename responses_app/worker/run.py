@@ -63,7 +63,8 @@ from .run_crash import crashed, unclaimed
 from .run_job import RunJob, prepared, unprepared
 from .run_observer import ObservedRun
 from . import run_store
-from .run_streaming import Ending, Streaming
+from .run_ending import Ending
+from .run_streaming import Streaming
 
 log = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ from ..bus.entries import failure_entry
 from ..delivery.redelivery import ABANDONED
 from ..errors import database_did_not_answer, is_backing_service_outage
 from .loop import blocking
-from .run_streaming import Ending
+from .run_ending import Ending
 
 log = logging.getLogger(__name__)
 

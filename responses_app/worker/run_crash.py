@@ -44,7 +44,7 @@ from ..errors import CRASHED
 from ..models import ResponseStatus
 from .loop import blocking
 from .run_store import hand_over
-from .run_streaming import Ending, crash_before_anything
+from .run_ending import Ending, crash_before_anything
 
 log = logging.getLogger(__name__)
 

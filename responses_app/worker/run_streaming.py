@@ -14,7 +14,6 @@ connection (the upstream sees the disconnect and stops generating).
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from django.conf import settings
@@ -36,6 +35,7 @@ from ..translation.numbering import EventStamper
 from ..translation.compaction_events import CompactingTranslator
 from ..translation.state_machine import TranslatorOptions
 from .run_claim import Claim, RunNotClaimed
+from .run_ending import Ending, crash_before_anything
 from .cut_turn import CutTurn, close_cut_turn
 from .run_context import fitted_body
 from .chunk_batches import SHAPE_ERRORS, malformed_or_raise
@@ -50,26 +50,6 @@ DELTA_EVENTS = {"response.output_text.delta", "response.refusal.delta",
                 "response.reasoning_text.delta", "response.reasoning_summary_text.delta",
                 "response.function_call_arguments.delta",
                 "response.custom_tool_call_input.delta"}
-
-
-@dataclass
-class Ending:
-    """How the streaming phase ended: `finished` (with its `closing` events, the terminal
-    one last: completed, incomplete, failed or cancelled), `rejected` before it started
-    (the client gets `rejected` as an HTTP error), `fenced` or `unclaimed` (it owns
-    nothing more: nothing more is written), or `abandoned` (its claim met a database
-    outage: its client gets a 503, run_abandon.py)."""
-
-    kind: str
-    closing: list = field(default_factory=list)
-    rejected: UpstreamRejected | None = None
-
-
-def crash_before_anything() -> Ending:
-    """The end of a run that crashed with nothing of it out: its client is answered the
-    bare 500 (the crash path's), nothing stored."""
-    return Ending("rejected", rejected=UpstreamRejected(CRASHED, status=500,
-                                                        code="server_error"))
 
 
 class Streaming:
