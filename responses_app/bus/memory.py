@@ -55,10 +55,10 @@ class MemoryEventBus:
             _, response_id = self._ended.popleft()
             self._logs.pop(response_id, None)
 
-    # --- deleting (any thread) -----------------------------------------------------------------
     def flush_now(self) -> None:
         """Nothing waits here: an entry is in the log as soon as it is written."""
 
+    # --- deleting (any thread) -----------------------------------------------------------------
     def delete(self, *response_ids: str) -> None:
         """Drop these responses' logs (a deleted or pruned response)."""
         with self._lock:

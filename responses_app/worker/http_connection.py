@@ -121,12 +121,16 @@ class Connection(asyncio.Protocol):
 
     def untick(self) -> None:
         """Back to reading as bytes arrive."""
+        if self._off_the_pass() and not self.closed and not self.transport.is_closing():
+            self.transport.resume_reading()
+
+    def _off_the_pass(self) -> bool:
+        """Leave the tick pass's connections; whether this one was among them."""
         if self.ticking is None:
-            return
+            return False
         self.ticking.discard(self)
         self.ticking = None
-        if not self.closed and not self.transport.is_closing():
-            self.transport.resume_reading()
+        return True
 
     def tick_read(self) -> None:
         """The tick pass: what the kernel holds, taken as the transport would; an end or a
@@ -143,9 +147,7 @@ class Connection(asyncio.Protocol):
             self.untick()
 
     def close(self) -> None:
-        if self.ticking is not None:
-            self.ticking.discard(self)
-            self.ticking = None
+        self._off_the_pass()
         for timer in (self.resume_timer, self.idle_timer):
             if timer is not None:
                 timer.cancel()
