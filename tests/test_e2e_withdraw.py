@@ -13,8 +13,15 @@ import redis
 from tests.conftest import production_deployment
 from tests.deployment_setup import provision
 from tests.servers import SPARE_REDIS_DB
+from tests.test_e2e_durable import wait_for
 
 NOT_STARTED = {"type": "server_error", "param": None, "code": "service_unavailable"}
+
+
+def worker_pids(redis_client) -> set[str]:
+    """The process ids of the workers whose heartbeat is in Redis (ids host:pid:random)."""
+    return {key.decode().removeprefix("gw:worker:").split(":")[1]
+            for key in redis_client.scan_iter(match="gw:worker:*")}
 
 
 def not_started(what: str) -> dict:
@@ -55,7 +62,9 @@ def test_a_run_no_worker_started_in_time_is_taken_back_and_never_runs(
             with psycopg.connect(deployment.env["DATABASE_URL"]) as database:
                 assert database.execute("SELECT id FROM responses").fetchall() == []
 
-            deployment.start_worker()
+            deployment.start_worker()  # its run waits 3 s for a worker: once it is up
+            wait_for(lambda: str(deployment.worker.pid) in worker_pids(queue),
+                     "the new worker's heartbeat")
             after = api.post("/responses", json={"model": "fake-echo", "input": "after"})
         assert (after.status_code, after.json()["status"]) == (200, "completed")
         assert [request["body"]["messages"][-1]["content"] for request in upstream.requests()
