@@ -233,8 +233,9 @@ def test_a_resumed_stream_and_a_chat_completion_stream_are_relayed_in_a_span_eac
     blocks = [block for block in chat.split(b"\n\n") if block]  # chunks, then [DONE]
     assert blocks[-1] == b"data: [DONE]"
     completion_id = json.loads(blocks[0].removeprefix(b"data: "))["id"]
+    # each relay with its parent (one arriving alone must not end the wait), and the run
     spans = spans_until(receiver, lambda spans: with_parents(spans, of_response(
-        spans, "relay response", stored["id"]) + of_response(
+        spans, "relay response", stored["id"])) and with_parents(spans, of_response(
         spans, "relay chat.completion", completion_id)) and of_response(
         spans, "run", completion_id))
     [resume] = of_response(spans, "relay response", stored["id"])
