@@ -14,6 +14,7 @@ that arrive while the stream waits written at once (`write_through`). Each strea
 traced by one span, recorded when it ends (relay_span.py).
 """
 import logging
+import time
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Awaitable, Callable
@@ -56,30 +57,58 @@ def json_reply(status: int, payload: dict, headers: dict | None = None) -> Reply
 
 async def first_entry(subscription, what: str = "response") -> Entry:
     """The run's first entry (events, or the error that ended it before it started). None
-    in time: the run is taken back if no worker took it yet (`subscription.withdraw`, set
-    by its creator), so that it never runs for a client that was told it did not, and a
-    503 says whether it was."""
-    entry = await subscription.get(settings.UPSTREAM_TIMEOUT + settings.UPSTREAM_CONNECT_TIMEOUT)
-    if entry is KEEPALIVE:
-        if await _withdrawn(subscription):
-            raise ServiceUnavailable(f"No worker started this {what} in time, and it will not "
-                                     "run; retry shortly.")
+    within UPSTREAM_TIMEOUT + UPSTREAM_CONNECT_TIMEOUT: the run is taken back if no worker
+    took it yet (`subscription.withdraw`, set by its creator), so that it never runs for a
+    client that was told it did not, and a 503 says so. One a worker took meanwhile (it
+    waited behind others) is waited for once more as long, the time its worker has to
+    publish its first events or its failure (the same upstream timeouts), and relayed as
+    usual; nothing then either, the 503 says it may still complete. A take-back that
+    fails (Redis or the database away): a 503 at once."""
+    wait = settings.UPSTREAM_TIMEOUT + settings.UPSTREAM_CONNECT_TIMEOUT
+    began = time.monotonic()
+    entry = await subscription.get(wait)
+    if entry is not KEEPALIVE:
+        return entry
+    taken = await _taken_back(subscription, what, wait)
+    if taken is None:
         raise ServiceUnavailable(f"No worker started this {what} in time; retry shortly.")
-    return entry
+    if taken:
+        raise ServiceUnavailable(f"No worker started this {what} in time, and it will not "
+                                 "run; retry shortly.")
+    entry = await subscription.get(wait)
+    if entry is not KEEPALIVE:
+        log.warning("%s %s: its run %s, %.1f s after its client began waiting; relayed",
+                    what, subscription.response_id, "started late" if entry.error is None
+                    else "failed before it started", time.monotonic() - began)
+        return entry
+    log.warning("%s %s: its run, which a worker has, did not start within %g s more "
+                "either; answered 503 (it may still complete)", what,
+                subscription.response_id, wait)
+    raise ServiceUnavailable(
+        f"No worker started this {what} in time; a worker has it now and it may still "
+        f"complete: if it is stored, retrieve it by its id, {subscription.response_id}, "
+        "rather than retry.")
 
 
-async def _withdrawn(subscription) -> bool:
+async def _taken_back(subscription, what: str, wait: float) -> bool | None:
+    """Whether the run was taken back (False: a worker has it), None if it could not be
+    (nothing to take it back with, or Redis or the database away: it may still run)."""
     withdraw = subscription.withdraw
     if withdraw is None:
-        return False
+        return None
     try:
         withdrawn = await withdraw()
-    except Exception as exc:  # Redis or the database away: it may still run
-        log.warning("response %s: no worker started it in time, and taking its run back "
-                    "failed: %s", subscription.response_id, exc)
-        return False
-    log.warning("response %s: no worker started it in time; its run %s", subscription.response_id,
-                "was taken back" if withdrawn else "was taken by a worker meanwhile")
+    except Exception as exc:
+        log.warning("%s %s: no worker started it in time, and taking its run back "
+                    "failed: %s", what, subscription.response_id, exc)
+        return None
+    if withdrawn:
+        log.warning("%s %s: no worker started it in time; its run was taken back", what,
+                    subscription.response_id)
+    else:
+        log.warning("%s %s: no worker started it in time, and its run could not be taken "
+                    "back: a worker has it; waiting up to %g s more for its first event",
+                    what, subscription.response_id, wait)
     return withdrawn
 
 
