@@ -203,3 +203,27 @@ def test_a_wrong_type_is_openais_400(client, key):
     assert_error(response, 400, "invalid_type", "model")
     assert response.json()["error"]["message"] == (
         "Invalid type for 'model': expected a string, but got an integer instead.")
+
+
+# --- found by a probe of odd input (each was a 500, or an HTML page) ------------------------
+
+def error_body(message: str, param, code: str) -> dict:
+    return {"error": {"message": message, "type": "invalid_request_error", "param": param,
+                      "code": code}}
+
+
+@pytest.mark.parametrize("path", ["/v1/files?after=%00", "/v1/files?purpose=a%00b",
+                                  "/v1/vector_stores?before=%00",
+                                  "/v1/chat/completions?model=%00",
+                                  "/v1/chat/completions?metadata%5Ba%5D=%00"])
+def test_a_nul_in_a_query_parameter_is_a_400(key, path):
+    from django.test import Client
+
+    response = Client().get(path, HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert response.status_code == 400
+    name = path.split("?")[1].split("=")[0].replace("%5B", "[").replace("%5D", "]")
+    assert response.json() == error_body(
+        "Strings in the request may not contain the NUL character (\\u0000).", name,
+        "invalid_value")
+
+
