@@ -227,3 +227,25 @@ def test_a_nul_in_a_query_parameter_is_a_400(key, path):
         "invalid_value")
 
 
+LONG_MODEL = "m" * 201
+TOO_LONG = error_body("Invalid 'model': string too long. Expected a string with maximum "
+                      "length 200, but got a string with length 201 instead.", "model",
+                      "string_above_max_length")
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/v1/responses", {"model": LONG_MODEL, "input": "hi"}),
+    ("/v1/chat/completions", {"model": LONG_MODEL, "messages": [{"role": "user",
+                                                                 "content": "hi"}]}),
+    ("/v1/embeddings", {"model": LONG_MODEL, "input": "hi"}),
+])
+def test_a_model_name_longer_than_its_columns_is_a_400(client, key, path, body):
+    if path == "/v1/responses":  # the streaming view, through the ASGI application
+        response = post(client, body, key=key)
+    else:
+        response = client.post(path, body, content_type="application/json",
+                               HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert (response.status_code, response.json()) == (400, TOO_LONG)
+    assert StoredResponse.objects.count() == 0
+
+
