@@ -83,7 +83,7 @@ def _check_message(message, index: int) -> None:
         raise InvalidRequest(f"Invalid type for '{param}': expected an object.", param=param,
                              code="invalid_type")
     role = message.get("role")
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:
         raise InvalidRequest(f"Invalid value for '{param}.role': expected one of "
                              f"{', '.join(sorted(ROLES))}.", param=f"{param}.role",
                              code="invalid_value")

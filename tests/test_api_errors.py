@@ -249,3 +249,14 @@ def test_a_model_name_longer_than_its_columns_is_a_400(client, key, path, body):
     assert StoredResponse.objects.count() == 0
 
 
+@pytest.mark.parametrize("role", [[], {"a": 1}, ["user"]])
+def test_a_chat_message_role_that_is_not_a_string_is_a_400(client, key, role):
+    response = client.post("/v1/chat/completions", {"model": "m", "messages": [
+        {"role": role, "content": "hi"}]}, content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert response.status_code == 400
+    assert response.json() == error_body(
+        "Invalid value for 'messages[0].role': expected one of assistant, developer, "
+        "function, system, tool, user.", "messages[0].role", "invalid_value")
+
+
