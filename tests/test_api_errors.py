@@ -260,3 +260,9 @@ def test_a_chat_message_role_that_is_not_a_string_is_a_400(client, key, role):
         "function, system, tool, user.", "messages[0].role", "invalid_value")
 
 
+def test_v1_itself_is_a_json_404(client, key):
+    response = client.get("/v1", HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert response.status_code == 404
+    assert response.json() == error_body("Unknown route: GET /v1.", None, "unknown_route")
+
+
