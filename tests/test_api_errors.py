@@ -266,3 +266,22 @@ def test_v1_itself_is_a_json_404(client, key):
     assert response.json() == error_body("Unknown route: GET /v1.", None, "unknown_route")
 
 
+def test_a_chat_metadata_filter_takes_its_key_as_it_is(client, key):
+    from django.utils import timezone
+
+    from chat_completions.models import StoredChatCompletion
+
+    StoredChatCompletion.objects.create(
+        id="chatcmpl-kept", tenant=Tenant.objects.get(name="alice"), model="m",
+        created_at=timezone.now(), metadata={"a__regex": "(", "topic": "t"},
+        completion={"id": "chatcmpl-kept", "object": "chat.completion"})
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {key}"}
+    found = client.get("/v1/chat/completions?metadata%5Ba__regex%5D=(&metadata%5Btopic%5D=t",
+                       **auth)
+    assert (found.status_code, [c["id"] for c in found.json()["data"]]) == (
+        200, ["chatcmpl-kept"])
+    for lookup in ("topic__isnull%5D=true", "topic__regex%5D=(", "topic__gt%5D=a"):
+        response = client.get(f"/v1/chat/completions?metadata%5B{lookup}", **auth)
+        assert (response.status_code, response.json()["data"]) == (200, [])
+
+
