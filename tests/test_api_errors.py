@@ -285,3 +285,8 @@ def test_a_chat_metadata_filter_takes_its_key_as_it_is(client, key):
         assert (response.status_code, response.json()["data"]) == (200, [])
 
 
+def test_usage_ending_in_the_first_days_of_the_calendar_is_a_400(client, key):
+    response = client.get("/v1/usage?end=0001-01-01", HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert response.status_code == 400
+    assert response.json() == error_body("'start' must be before 'end'.", "start",
+                                         "invalid_value")
