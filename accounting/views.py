@@ -16,7 +16,9 @@ class UsageView(APIView):
     def get(self, request):
         today = datetime.now(timezone.utc).date()
         end = _date(request.query_params, "end", today + timedelta(days=1))
-        start = _date(request.query_params, "start", end - timedelta(days=DEFAULT_DAYS))
+        # the week before `end`, or what the calendar has of it (an `end` in year 1)
+        week = timedelta(days=min(DEFAULT_DAYS, (end - date.min).days))
+        start = _date(request.query_params, "start", end - week)
         if not start < end:
             raise InvalidRequest("'start' must be before 'end'.", param="start",
                                  code="invalid_value")

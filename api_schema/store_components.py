@@ -1,7 +1,7 @@
 """The OpenAPI components of the Files, Vector Stores and Embeddings endpoints, in OpenAI's
 shapes (files.selectors, vector_stores.selectors and views, the upstream's embeddings
 answer); request bodies as vector_stores.services and embeddings_api check them."""
-from responses_app.create.fields import ref
+from responses_app.create.fields import MODEL_MAX_LENGTH, ref
 
 STRING = {"type": "string"}
 INTEGER = {"type": "integer"}
@@ -189,7 +189,7 @@ SEARCH_PAGE = {
 EMBEDDINGS_REQUEST = {
     "type": "object", "required": ["model", "input"], "additionalProperties": False,
     "properties": {
-        "model": {"type": "string", "minLength": 1},
+        "model": {"type": "string", "minLength": 1, "maxLength": MODEL_MAX_LENGTH},
         "input": {"oneOf": [
             {"type": "string", "minLength": 1},
             {"type": "array", "minItems": 1, "maxItems": 2048,

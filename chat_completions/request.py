@@ -10,6 +10,7 @@ whose values are all null (some backends refuse them), and `tool` messages repai
 """
 from dataclasses import dataclass
 
+from responses_app.create.fields import checked_model_length
 from responses_app.errors import InvalidRequest
 
 from .message_repair import repair_messages
@@ -41,6 +42,7 @@ def parse_chat_create(payload) -> ChatCreate:
     if not isinstance(model, str) or not model:
         raise InvalidRequest("Missing required parameter: 'model'.", param="model",
                              code="missing_required_parameter")
+    checked_model_length(model)
     messages = payload.get("messages")
     if not isinstance(messages, list) or not messages:
         raise InvalidRequest("'messages' must be a non-empty array of messages.",
@@ -81,7 +83,7 @@ def _check_message(message, index: int) -> None:
         raise InvalidRequest(f"Invalid type for '{param}': expected an object.", param=param,
                              code="invalid_type")
     role = message.get("role")
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:
         raise InvalidRequest(f"Invalid value for '{param}.role': expected one of "
                              f"{', '.join(sorted(ROLES))}.", param=f"{param}.role",
                              code="invalid_value")

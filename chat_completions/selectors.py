@@ -26,9 +26,10 @@ def completion_list(tenant, query) -> dict:
     rows = StoredChatCompletion.objects.filter(tenant=tenant)
     if query.get("model"):
         rows = rows.filter(model=query["model"])
-    for key in query:
-        if key.startswith("metadata[") and key.endswith("]"):
-            rows = rows.filter(**{f"metadata__{key[9:-1]}": query[key]})
+    wanted = {key[9:-1]: query[key] for key in query
+              if key.startswith("metadata[") and key.endswith("]")}
+    if wanted:  # JSON containment: a key is a key (`a__regex` is no lookup of Django's)
+        rows = rows.filter(metadata__contains=wanted)
     ordering = ("created_at", "id") if order == "asc" else ("-created_at", "-id")
     rows = rows.order_by(*ordering)
     if after:

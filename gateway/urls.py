@@ -21,4 +21,5 @@ urlpatterns = [
 
 # No HTML under /v1, even for errors raised before a view runs.
 handler400 = "responses_app.api.views.bad_request"
+handler404 = "responses_app.api.views.page_not_found"
 handler500 = "responses_app.api.views.server_error"

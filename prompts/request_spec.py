@@ -22,7 +22,10 @@ def parse_prompt(value, param: str) -> dict:
         raise InvalidRequest(f"Unknown parameter: '{param}.{sorted(unknown)[0]}'.",
                              param=f"{param}.{sorted(unknown)[0]}", code="unknown_parameter")
     version = value.get("version")
-    if version is not None and not (isinstance(version, str) and version.isdigit()):
+    # ASCII digits, as the schema's pattern: str.isdigit() is also true of "²", which int()
+    # refuses, and of other scripts' digits
+    if version is not None and not (isinstance(version, str) and version.isascii()
+                                    and version.isdigit()):
         raise InvalidRequest(f"Invalid value for '{param}.version': a version number as a "
                              f"string, e.g. \"2\".", param=f"{param}.version",
                              code="invalid_value")

@@ -203,3 +203,90 @@ def test_a_wrong_type_is_openais_400(client, key):
     assert_error(response, 400, "invalid_type", "model")
     assert response.json()["error"]["message"] == (
         "Invalid type for 'model': expected a string, but got an integer instead.")
+
+
+# --- found by a probe of odd input (each was a 500, or an HTML page) ------------------------
+
+def error_body(message: str, param, code: str) -> dict:
+    return {"error": {"message": message, "type": "invalid_request_error", "param": param,
+                      "code": code}}
+
+
+@pytest.mark.parametrize("path", ["/v1/files?after=%00", "/v1/files?purpose=a%00b",
+                                  "/v1/vector_stores?before=%00",
+                                  "/v1/chat/completions?model=%00",
+                                  "/v1/chat/completions?metadata%5Ba%5D=%00"])
+def test_a_nul_in_a_query_parameter_is_a_400(key, path):
+    from django.test import Client
+
+    response = Client().get(path, HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert response.status_code == 400
+    name = path.split("?")[1].split("=")[0].replace("%5B", "[").replace("%5D", "]")
+    assert response.json() == error_body(
+        "Strings in the request may not contain the NUL character (\\u0000).", name,
+        "invalid_value")
+
+
+LONG_MODEL = "m" * 201
+TOO_LONG = error_body("Invalid 'model': string too long. Expected a string with maximum "
+                      "length 200, but got a string with length 201 instead.", "model",
+                      "string_above_max_length")
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/v1/responses", {"model": LONG_MODEL, "input": "hi"}),
+    ("/v1/chat/completions", {"model": LONG_MODEL, "messages": [{"role": "user",
+                                                                 "content": "hi"}]}),
+    ("/v1/embeddings", {"model": LONG_MODEL, "input": "hi"}),
+])
+def test_a_model_name_longer_than_its_columns_is_a_400(client, key, path, body):
+    if path == "/v1/responses":  # the streaming view, through the ASGI application
+        response = post(client, body, key=key)
+    else:
+        response = client.post(path, body, content_type="application/json",
+                               HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert (response.status_code, response.json()) == (400, TOO_LONG)
+    assert StoredResponse.objects.count() == 0
+
+
+@pytest.mark.parametrize("role", [[], {"a": 1}, ["user"]])
+def test_a_chat_message_role_that_is_not_a_string_is_a_400(client, key, role):
+    response = client.post("/v1/chat/completions", {"model": "m", "messages": [
+        {"role": role, "content": "hi"}]}, content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert response.status_code == 400
+    assert response.json() == error_body(
+        "Invalid value for 'messages[0].role': expected one of assistant, developer, "
+        "function, system, tool, user.", "messages[0].role", "invalid_value")
+
+
+def test_v1_itself_is_a_json_404(client, key):
+    response = client.get("/v1", HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert response.status_code == 404
+    assert response.json() == error_body("Unknown route: GET /v1.", None, "unknown_route")
+
+
+def test_a_chat_metadata_filter_takes_its_key_as_it_is(client, key):
+    from django.utils import timezone
+
+    from chat_completions.models import StoredChatCompletion
+
+    StoredChatCompletion.objects.create(
+        id="chatcmpl-kept", tenant=Tenant.objects.get(name="alice"), model="m",
+        created_at=timezone.now(), metadata={"a__regex": "(", "topic": "t"},
+        completion={"id": "chatcmpl-kept", "object": "chat.completion"})
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {key}"}
+    found = client.get("/v1/chat/completions?metadata%5Ba__regex%5D=(&metadata%5Btopic%5D=t",
+                       **auth)
+    assert (found.status_code, [c["id"] for c in found.json()["data"]]) == (
+        200, ["chatcmpl-kept"])
+    for lookup in ("topic__isnull%5D=true", "topic__regex%5D=(", "topic__gt%5D=a"):
+        response = client.get(f"/v1/chat/completions?metadata%5B{lookup}", **auth)
+        assert (response.status_code, response.json()["data"]) == (200, [])
+
+
+def test_usage_ending_in_the_first_days_of_the_calendar_is_a_400(client, key):
+    response = client.get("/v1/usage?end=0001-01-01", HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert response.status_code == 400
+    assert response.json() == error_body("'start' must be before 'end'.", "start",
+                                         "invalid_value")

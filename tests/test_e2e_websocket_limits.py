@@ -75,6 +75,14 @@ def test_missing_model(ws):
     still_usable(ws)
 
 
+def test_a_model_name_longer_than_its_columns(ws):
+    assert error_turn(ws, model="m" * 201, input="hi") == error(
+        400, "invalid_request_error", "string_above_max_length", "model",
+        "Invalid 'model': string too long. Expected a string with maximum length 200, but "
+        "got a string with length 201 instead.")
+    still_usable(ws)
+
+
 def test_background_is_refused(ws):
     assert error_turn(ws, model="fake-text", background=True, input="hi") == error(
         400, "invalid_request_error", "invalid_value", "background",

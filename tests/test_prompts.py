@@ -8,6 +8,8 @@ import json
 import pytest
 
 from prompts.rendering import PromptError, render, variables_of
+from prompts.request_spec import parse_prompt
+from responses_app.errors import InvalidRequest
 
 IMAGE = {"type": "input_image", "image_url": "https://img.example/cat.png", "detail": "auto"}
 MESSAGES = [{"role": "user", "content": "Topic: {{ topic }}"},
@@ -44,6 +46,17 @@ def test_variable_mistakes_are_named(variables, message):
     with pytest.raises(PromptError) as caught:
         render("", MESSAGES, variables, "version 1 of prompt 'p'")
     assert (str(caught.value), caught.value.param) == (message, "prompt.variables")
+
+
+@pytest.mark.parametrize("version", ["\u00b2", "\u0663", "1.0", " 1", ""])
+def test_a_version_is_ascii_digits(version):
+    with pytest.raises(InvalidRequest) as refused:  # "²" was a 500 (int() refuses it)
+        parse_prompt({"id": "pmpt_x", "version": version}, "prompt")
+    assert (refused.value.status, refused.value.body) == (400, {"error": {
+        "message": "Invalid value for 'prompt.version': a version number as a string, "
+                   "e.g. \"2\".", "type": "invalid_request_error", "param": "prompt.version",
+        "code": "invalid_value"}})
+    assert parse_prompt({"id": "pmpt_x", "version": "12"}, "prompt")["version"] == "12"
 
 
 @pytest.mark.django_db

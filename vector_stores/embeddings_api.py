@@ -7,6 +7,7 @@ from django.db import connection
 
 from accounting.models import DailyUsage
 from accounting.usage import UPSERT_DAILY_SQL
+from responses_app.create.fields import checked_model_length
 from responses_app.errors import APIError, InvalidRequest
 
 from .embedding import EmbeddingFailed, client_for, embedding_route, post_embeddings
@@ -31,6 +32,7 @@ def check_request(data) -> dict:
     if not isinstance(data.get("model"), str) or not data["model"]:
         raise InvalidRequest("Missing required parameter: 'model'.", param="model",
                              code="missing_required_parameter")
+    checked_model_length(data["model"])
     if not _valid_input(data.get("input")):
         raise InvalidRequest(f"'input' must be a non-empty string, an array of at most "
                              f"{MAX_INPUTS} non-empty strings, or token arrays.", param="input",

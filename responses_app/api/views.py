@@ -70,6 +70,17 @@ def not_found(request, *args, **kwargs):
     raise NotFound(f"Unknown route: {request.method} {request.path}.", code="unknown_route")
 
 
+def page_not_found(request, exception=None):
+    """handler404: for `/v1` itself the JSON 404 of an unknown route (everything under
+    /v1/ reaches the catch-all, not_found), Django's page elsewhere."""
+    if request.path != "/v1":
+        from django.views.defaults import page_not_found as django_page_not_found
+
+        return django_page_not_found(request, exception)
+    return error_response(NotFound(f"Unknown route: {request.method} {request.path}.",
+                                   code="unknown_route"))
+
+
 def csrf_failure(request, reason=""):
     """CSRF_FAILURE_VIEW: under /v1 (bearer keys, no cookies) an API error, never a page."""
     if not request.path.startswith("/v1/"):

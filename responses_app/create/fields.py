@@ -65,6 +65,21 @@ def required_name(obj: dict, name: str, param: str) -> str:
     return value
 
 
+# Every table that records a model's name (responses, chat completions, usage) holds it in
+# a varchar(200): a longer name is the client's 400, before anything is sent or stored.
+MODEL_MAX_LENGTH = 200
+
+
+def checked_model_length(model: str) -> str:
+    """`model`, if the tables can record it (OpenAI's 400 `string_above_max_length` if not)."""
+    if len(model) > MODEL_MAX_LENGTH:
+        raise InvalidRequest(f"Invalid 'model': string too long. Expected a string with "
+                             f"maximum length {MODEL_MAX_LENGTH}, but got a string with length "
+                             f"{len(model)} instead.", param="model",
+                             code="string_above_max_length")
+    return model
+
+
 @dataclass(frozen=True)
 class Boolean:
     def parse(self, value, param):

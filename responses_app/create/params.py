@@ -11,7 +11,9 @@ from mcp_tools.request_spec import check_mcp_tool_count, mcp_tool
 
 from .client_tool_items import CLIENT_TOOL_TYPES, check_client_tool_names, client_tool
 from .tool_search_spec import TOOL_SEARCH, check_deferred_tools
-from .fields import Custom, defer_loading, nullable, ref, required_name, type_error
+from .fields import (
+    MODEL_MAX_LENGTH, Custom, checked_model_length, defer_loading, nullable, ref, required_name,
+    type_error)
 from .custom_tool_items import custom_tool
 from ..errors import InvalidRequest
 from .input_items import normalize_input
@@ -40,10 +42,10 @@ def _model(value, param) -> str:
     if not value:
         raise InvalidRequest("Missing required parameter: 'model'.", param="model",
                              code="missing_required_parameter")
-    return value
+    return checked_model_length(value)
 
 
-MODEL = Custom(_model, {"type": "string", "minLength": 1})
+MODEL = Custom(_model, {"type": "string", "minLength": 1, "maxLength": MODEL_MAX_LENGTH})
 INPUT = Custom(normalize_input, {"oneOf": [STRING, {"type": "array", "items": ref("InputItem")}]})
 
 
