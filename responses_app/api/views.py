@@ -5,6 +5,7 @@
 """
 from django.core.exceptions import SuspiciousOperation
 from django.views.decorators.csrf import csrf_exempt
+from django.views.defaults import page_not_found as django_page_not_found
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -74,8 +75,6 @@ def page_not_found(request, exception=None):
     """handler404: for `/v1` itself the JSON 404 of an unknown route (everything under
     /v1/ reaches the catch-all, not_found), Django's page elsewhere."""
     if request.path != "/v1":
-        from django.views.defaults import page_not_found as django_page_not_found
-
         return django_page_not_found(request, exception)
     return error_response(NotFound(f"Unknown route: {request.method} {request.path}.",
                                    code="unknown_route"))
