@@ -30,6 +30,8 @@ WEATHER = {"name": "weather", "description": "The weather in a city.", "strict":
 CALL = {"role": "assistant", "content": None, "tool_calls": [{
     "id": "call_0", "type": "function",
     "function": {"name": "weather", "arguments": '{"city":"Paris"}'}}]}
+RESULT = {"role": "tool", "tool_call_id": "call_0", "content": "18C in Paris"}
+OUTPUT = {"type": "function_call_output", "call_id": "call_0", "output": "18C in Paris"}
 
 
 class _Tee(httpx2.AsyncByteStream):
@@ -63,7 +65,7 @@ class Recorder(httpx2.AsyncBaseTransport):
                                stream=_Tee(response.stream, answer),
                                extensions=response.extensions)
 
-    def sent(self) -> list[dict]:
+    def sent(self) -> list[dict]:  # the JSON bodies, in order
         return [sent for _, sent, _, _ in self.exchanges]
 
     def responses(self) -> list[dict]:
@@ -99,8 +101,7 @@ def client(production, tenant_key, clean_upstream):
 
 
 def upstream_messages(upstream) -> list[list[dict]]:
-    return [request["body"]["messages"] for request in upstream.requests()
-            if request["path"] == "/v1/chat/completions"]
+    return [request["body"]["messages"] for request in upstream.requests()]
 
 
 def weather_tool(seen: list):
@@ -160,14 +161,47 @@ def test_responses_model_runs_a_function_tool(client, clean_upstream, streaming)
     assert client.recorder.sent() == [
         {**asked, "input": [user]},
         {**asked, "input": [user, {"type": "function_call", "call_id": "call_0", "name": "weather",
-                                   "arguments": '{"city":"Paris"}'},
-                            {"type": "function_call_output", "call_id": "call_0",
-                             "output": "18C in Paris"}]}]
-    assert upstream_messages(clean_upstream) == [
-        [SYSTEM, user], [SYSTEM, user, CALL,
-                         {"role": "tool", "tool_call_id": "call_0", "content": "18C in Paris"}]]
+                                   "arguments": '{"city":"Paris"}'}, OUTPUT]}]
+    assert upstream_messages(clean_upstream) == [[SYSTEM, user], [SYSTEM, user, CALL, RESULT]]
     assert [request["body"]["tools"] for request in clean_upstream.requests()] == [
         [{"type": "function", "function": WEATHER}]] * 2
+
+
+def test_responses_model_chains_a_tool_turn_with_previous_response_id(client, clean_upstream):
+    """`openai_previous_response_id='auto'`: the tool's output goes alone, chained to the
+    response that called the tool; the gateway rebuilds the turn for the model."""
+    seen = []
+    agent = client.agent(OpenAIResponsesModel, "fake-tool-caller", tools=[weather_tool(seen)],
+                         settings={"openai_previous_response_id": "auto"})
+    output = asyncio.run(agent.run(ASK)).output
+    assert (seen, output) == (["Paris"], "Results: 18C in Paris")
+    call, answer = client.recorder.responses()
+    assert answer["previous_response_id"] == call["id"]
+    assert [(body.get("previous_response_id"), body["input"])
+            for body in client.recorder.sent()] == [
+        (None, [{"role": "user", "content": ASK}]), (call["id"], [OUTPUT])]
+    assert upstream_messages(clean_upstream)[-1] == [
+        SYSTEM, {"role": "user", "content": ASK}, CALL, RESULT]
+
+
+def test_responses_model_streams_reasoning_as_thinking(client, clean_upstream):
+    """A reasoning backend (`reasoning_content` deltas) with `openai_reasoning_summary`:
+    pydantic-ai gets a ThinkingPart from the summary events, then the text."""
+    agent = client.agent(OpenAIResponsesModel, "fake-reasoning", settings={
+        "openai_reasoning_effort": "low", "openai_reasoning_summary": "auto"})
+
+    async def scenario():
+        async with agent.run_stream("hi") as stream:
+            return await stream.get_output(), stream.all_messages()[-1]
+
+    output, response = asyncio.run(scenario())
+    reasoning, message = client.recorder.responses()[0]["output"]
+    assert (output, [(type(part).__name__, part.content, part.id) for part in response.parts]) == (
+        "Hi there!", [("ThinkingPart", "Let me think. The user greets me.", reasoning["id"]),
+                      ("TextPart", "Hi there!", message["id"])])
+    assert response.usage.output_reasoning_tokens == 4
+    assert client.recorder.sent()[0]["reasoning"] == {"effort": "low", "summary": "auto"}
+    assert clean_upstream.requests()[0]["body"]["reasoning_effort"] == "low"
 
 
 class City(BaseModel):
