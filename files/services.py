@@ -81,7 +81,9 @@ def _expires_at(data, now):
 def file_delete(tenant: Tenant, file_id: str) -> dict:
     """Delete the file (and its place in every vector store); its bytes once committed."""
     with transaction.atomic():
-        row = file_row(tenant, file_id)
+        # locked first: an attach to a vector store right now commits before (its place is
+        # then deleted with the file) or waits and finds the file gone (its 404)
+        row = file_row(tenant, file_id, lock=True)
         storage_name = row.storage_name
         row.delete()
         transaction.on_commit(lambda: file_storage().delete(storage_name))
