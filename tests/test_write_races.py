@@ -7,6 +7,7 @@ import threading
 from datetime import datetime, timezone
 
 import pytest
+from django.conf import settings
 from django.db import connection, connections, transaction
 from django.test import Client
 
@@ -16,7 +17,9 @@ from files.models import StoredFile
 from files.services import file_delete
 from responses_app.auth import mint_api_key
 from responses_app.models import Tenant
-from vector_stores.models import FileBatch, VectorStore, VectorStoreFile
+from vector_stores import ingestion
+from vector_stores.chunking import Piece
+from vector_stores.models import Chunk, FileBatch, VectorStore, VectorStoreFile
 from vector_stores.services import batch_create, store_file_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -148,3 +151,16 @@ def test_store_delete_racing_a_batch_deletes_the_batch_too(tenant):
                                     "deleted": True})
     assert (VectorStore.objects.count(), FileBatch.objects.count(),
             VectorStoreFile.objects.count(), StoredFile.objects.count()) == (0, 0, 0, 1)
+
+
+def test_file_delete_racing_its_ingestion_deletes_the_chunks_too(tenant):
+    store, stored = _store_and_file(tenant)
+    place = VectorStoreFile.objects.create(store=store, file=stored, created_at=NOW)
+    vector = [1.0] + [0.0] * (settings.EMBEDDING_DIMENSIONS - 1)
+    status, body = request_while_held(
+        tenant, "delete", "/v1/files/file-race", None,
+        lambda: ingestion._store(place, [Piece(text="deploys on tuesdays", tokens=3)],
+                                 [vector]))
+    assert (status, body) == (200, {"id": "file-race", "object": "file", "deleted": True})
+    assert (StoredFile.objects.count(), VectorStoreFile.objects.count(),
+            Chunk.objects.count()) == (0, 0, 0)
