@@ -164,3 +164,17 @@ def test_file_delete_racing_its_ingestion_deletes_the_chunks_too(tenant):
     assert (status, body) == (200, {"id": "file-race", "object": "file", "deleted": True})
     assert (StoredFile.objects.count(), VectorStoreFile.objects.count(),
             Chunk.objects.count()) == (0, 0, 0)
+
+
+def test_store_delete_racing_an_ingestion_deletes_its_chunks_too(tenant):
+    store, stored = _store_and_file(tenant)
+    place = VectorStoreFile.objects.create(store=store, file=stored, created_at=NOW)
+    vector = [1.0] + [0.0] * (settings.EMBEDDING_DIMENSIONS - 1)
+    status, body = request_while_held(
+        tenant, "delete", "/v1/vector_stores/vs_race", None,
+        lambda: ingestion._store(place, [Piece(text="deploys on tuesdays", tokens=3)],
+                                 [vector]))
+    assert (status, body) == (200, {"id": "vs_race", "object": "vector_store.deleted",
+                                    "deleted": True})
+    assert (VectorStore.objects.count(), VectorStoreFile.objects.count(),
+            Chunk.objects.count(), StoredFile.objects.count()) == (0, 0, 0, 1)
