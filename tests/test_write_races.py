@@ -44,9 +44,9 @@ def update_while_deleted(tenant, path: str, body: dict, delete) -> tuple[int, di
 
 
 def request_while_held(tenant, method: str, path: str, body: dict | None,
-                       hold) -> tuple[int, dict]:
-    """Send the request while `hold()` runs in a transaction that commits once the request
-    waits on a lock; the request's status and JSON."""
+                       hold, then=lambda: None) -> tuple[int, dict]:
+    """Send the request while `hold()` runs in a transaction that, once the request waits
+    on a lock, runs `then()` and commits; the request's status and JSON."""
     key = mint_api_key(tenant)
     answer = {}
 
@@ -68,6 +68,7 @@ def request_while_held(tenant, method: str, path: str, body: dict | None,
                 break
             threading.Event().wait(0.005)
         assert _waiting_on_a_lock() == 1
+        then()
     poster.join(30)
     reply = answer["reply"]
     return reply.status_code, reply.json()
@@ -174,6 +175,24 @@ def test_store_delete_racing_an_ingestion_deletes_its_chunks_too(tenant):
         tenant, "delete", "/v1/vector_stores/vs_race", None,
         lambda: ingestion._store(place, [Piece(text="deploys on tuesdays", tokens=3)],
                                  [vector]))
+    assert (status, body) == (200, {"id": "vs_race", "object": "vector_store.deleted",
+                                    "deleted": True})
+    assert (VectorStore.objects.count(), VectorStoreFile.objects.count(),
+            Chunk.objects.count(), StoredFile.objects.count()) == (0, 0, 0, 1)
+
+
+def test_store_delete_racing_a_file_delete_does_not_deadlock(tenant):
+    """The file's delete has locked its place in the store (its first step after the file)
+    when the store's delete comes; it then deletes the place's chunks. The store's delete
+    used to delete the store's chunks first and wait for the place: a deadlock (503)."""
+    store, stored = _store_and_file(tenant)
+    place = VectorStoreFile.objects.create(store=store, file=stored, created_at=NOW)
+    vector = [1.0] + [0.0] * (settings.EMBEDDING_DIMENSIONS - 1)
+    ingestion._store(place, [Piece(text="deploys on tuesdays", tokens=3)], [vector])
+    status, body = request_while_held(
+        tenant, "delete", "/v1/vector_stores/vs_race", None,
+        lambda: list(VectorStoreFile.objects.select_for_update().filter(pk=place.pk)),
+        then=lambda: Chunk.objects.filter(store_file=place).delete())
     assert (status, body) == (200, {"id": "vs_race", "object": "vector_store.deleted",
                                     "deleted": True})
     assert (VectorStore.objects.count(), VectorStoreFile.objects.count(),

@@ -163,7 +163,11 @@ def store_delete(tenant: Tenant, store_id: str) -> dict:
     with transaction.atomic():
         # locked first, as attaches lock it: one committing meanwhile has its rows deleted
         # with the store, one waiting finds the store gone (its 404)
-        selectors.store_row(tenant, store_id, lock=True).delete()
+        store = selectors.store_row(tenant, store_id, lock=True)
+        # then its files' places, before any of their chunks, as a file's delete and an
+        # ingestion lock a place: none of them then waits for the other holding a chunk
+        list(store.files.order_by("pk").select_for_update().values_list("pk", flat=True))
+        store.delete()
     return {"id": store_id, "object": "vector_store.deleted", "deleted": True}
 
 
