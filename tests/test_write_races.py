@@ -197,3 +197,19 @@ def test_store_delete_racing_a_file_delete_does_not_deadlock(tenant):
                                     "deleted": True})
     assert (VectorStore.objects.count(), VectorStoreFile.objects.count(),
             Chunk.objects.count(), StoredFile.objects.count()) == (0, 0, 0, 1)
+
+
+def test_detach_racing_a_file_delete_does_not_deadlock(tenant):
+    """As above, with the file's detach from the store in the store's delete's place."""
+    store, stored = _store_and_file(tenant)
+    place = VectorStoreFile.objects.create(store=store, file=stored, created_at=NOW)
+    vector = [1.0] + [0.0] * (settings.EMBEDDING_DIMENSIONS - 1)
+    ingestion._store(place, [Piece(text="deploys on tuesdays", tokens=3)], [vector])
+    status, body = request_while_held(
+        tenant, "delete", "/v1/vector_stores/vs_race/files/file-race", None,
+        lambda: list(VectorStoreFile.objects.select_for_update().filter(pk=place.pk)),
+        then=lambda: Chunk.objects.filter(store_file=place).delete())
+    assert (status, body) == (200, {"id": "file-race", "object": "vector_store.file.deleted",
+                                    "deleted": True})
+    assert (VectorStoreFile.objects.count(), Chunk.objects.count(),
+            StoredFile.objects.count()) == (0, 0, 1)

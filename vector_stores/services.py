@@ -198,7 +198,9 @@ def store_file_update(tenant: Tenant, store_id: str, file_id: str, data) -> dict
 
 
 def store_file_delete(tenant: Tenant, store_id: str, file_id: str) -> dict:
-    selectors.store_file_row(tenant, store_id, file_id).delete()
+    with transaction.atomic():
+        # the place locked before its chunks are deleted, as every other delete locks it
+        selectors.store_file_row(tenant, store_id, file_id, lock=True).delete()
     return {"id": file_id, "object": "vector_store.file.deleted", "deleted": True}
 
 
