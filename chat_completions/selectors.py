@@ -1,5 +1,7 @@
 """Reads and writes of stored chat completions, always scoped to the caller's tenant
 (another tenant's id is a 404, as an unknown one)."""
+from django.db import transaction
+
 from responses_app.errors import InvalidRequest, NotFound
 from responses_app.paging import list_body, page_params
 
@@ -12,8 +14,10 @@ def _page_params(query) -> tuple[str | None, int, str]:
     return params.after, params.limit, params.order
 
 
-def completion_row(tenant, completion_id: str) -> StoredChatCompletion:
-    row = StoredChatCompletion.objects.filter(id=completion_id, tenant=tenant).first()
+def completion_row(tenant, completion_id: str, lock: bool = False) -> StoredChatCompletion:
+    """The tenant's stored chat completion (locked FOR UPDATE if `lock`), else a 404."""
+    rows = StoredChatCompletion.objects.filter(id=completion_id, tenant=tenant)
+    row = (rows.select_for_update() if lock else rows).first()
     if row is None:
         raise NotFound(f"No chat completion found with id '{completion_id}'.")
     return row
@@ -65,9 +69,12 @@ def completion_update(tenant, completion_id: str, payload) -> dict:
     if not isinstance(payload, dict) or "metadata" not in payload or set(payload) - {"metadata"}:
         raise InvalidRequest("Only 'metadata' can be updated.", param="metadata",
                              code="invalid_value")
-    row = completion_row(tenant, completion_id)
-    row.metadata = validated_metadata(payload["metadata"])
-    row.save(update_fields=["metadata"])
+    metadata = validated_metadata(payload["metadata"])
+    with transaction.atomic():
+        # locked: a delete committed meanwhile makes it a 404, not an update of no row
+        row = completion_row(tenant, completion_id, lock=True)
+        row.metadata = metadata
+        row.save(update_fields=["metadata"])
     return row.as_object()
 
 

@@ -47,9 +47,11 @@ def conversation_update(tenant: Tenant, conversation_id: str, body) -> dict:
         raise InvalidRequest("Missing required parameter: 'metadata'.", param="metadata",
                              code="missing_required_parameter")
     metadata = parse_metadata(body["metadata"])
-    row = conversation_row(tenant, conversation_id)
-    row.metadata = metadata
-    row.save(update_fields=["metadata"])
+    with transaction.atomic():
+        # locked: a delete committed meanwhile makes it a 404, not an update of no row
+        row = conversation_row(tenant, conversation_id, lock=True)
+        row.metadata = metadata
+        row.save(update_fields=["metadata"])
     return conversation_object(row)
 
 

@@ -23,8 +23,10 @@ def file_not_found(file_id: str, param: str | None = None) -> NotFound:
     return NotFound(f"No such File object: {file_id}", param=param)
 
 
-def file_row(tenant: Tenant | int, file_id: str) -> StoredFile:
-    row = StoredFile.objects.filter(id=file_id, tenant=tenant).first()
+def file_row(tenant: Tenant | int, file_id: str, lock: bool = False) -> StoredFile:
+    """The tenant's file (locked FOR UPDATE if `lock`), else a 404."""
+    rows = StoredFile.objects.filter(id=file_id, tenant=tenant)
+    row = (rows.select_for_update() if lock else rows).first()
     if row is None:
         raise file_not_found(file_id)
     return row

@@ -81,7 +81,12 @@ def _expires_at(data, now):
 def file_delete(tenant: Tenant, file_id: str) -> dict:
     """Delete the file (and its place in every vector store); its bytes once committed."""
     with transaction.atomic():
-        row = file_row(tenant, file_id)
+        # locked first: an attach to a vector store right now commits before (its place is
+        # then deleted with the file) or waits and finds the file gone (its 404)
+        row = file_row(tenant, file_id, lock=True)
+        # and its places, as an ingestion storing chunks locks its own: one committing
+        # meanwhile has its chunks deleted too (not left referencing a deleted place)
+        list(row.stores.order_by("pk").select_for_update().values_list("pk", flat=True))
         storage_name = row.storage_name
         row.delete()
         transaction.on_commit(lambda: file_storage().delete(storage_name))

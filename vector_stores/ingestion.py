@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.postgres.search import SearchVector
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q, Value
 from django.utils import timezone
 
@@ -21,10 +21,11 @@ from files.storage import read_bytes
 from .chunking import chunk_text
 from .embedding import EmbeddingFailed, embed_texts
 from .extraction import Unreadable, extract_text
-from .models import Chunk, VectorStoreFile
+from .models import Chunk, VectorStore, VectorStoreFile
 from .sign_bits import sign_bits
 
 log = logging.getLogger(__name__)
+STORE_KEY_SHARE_SQL = f"SELECT 1 FROM {VectorStore._meta.db_table} WHERE id = %s FOR KEY SHARE"
 
 
 def claim(store_file_id: int) -> bool:
@@ -82,6 +83,13 @@ def fail(store_file_id: int, code: str, message: str) -> str:
 
 def _store(row: VectorStoreFile, pieces, vectors) -> str:
     with transaction.atomic():
+        # the store first (FOR KEY SHARE: what its chunks' foreign key takes at commit
+        # anyway), as its delete locks it before its files: a delete that came first is
+        # waited for (the file is then gone), one that comes later waits for the chunks
+        with connection.cursor() as cursor:
+            cursor.execute(STORE_KEY_SHARE_SQL, [row.store_id])
+            if cursor.fetchone() is None:
+                return "gone"
         locked = VectorStoreFile.objects.select_for_update().filter(
             pk=row.pk, status="in_progress").first()
         if locked is None:  # cancelled or detached meanwhile

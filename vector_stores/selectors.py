@@ -89,9 +89,12 @@ def store_file_not_found(file_id: str) -> NotFound:
     return NotFound(f"No file found with id '{file_id}' in this vector store.")
 
 
-def store_file_row(tenant: Tenant, store_id: str, file_id: str) -> VectorStoreFile:
+def store_file_row(tenant: Tenant, store_id: str, file_id: str,
+                   lock: bool = False) -> VectorStoreFile:
+    """The store's file (its row locked FOR UPDATE if `lock`), else a 404."""
     store = store_row(tenant, store_id)
-    row = VectorStoreFile.objects.filter(store=store, file_id=file_id).first()
+    rows = VectorStoreFile.objects.filter(store=store, file_id=file_id)
+    row = (rows.select_for_update() if lock else rows).first()
     if row is None:
         raise store_file_not_found(file_id)
     return row

@@ -92,7 +92,11 @@ def _tenant_files(tenant: Tenant, file_ids, param: str) -> list[StoredFile]:
             or not all(isinstance(file_id, str) for file_id in file_ids)):
         raise InvalidRequest(f"'{param}' must be an array of at most {MAX_FILES_PER_REQUEST} "
                              "file ids.", param=param, code="invalid_value")
-    found = {row.id: row for row in StoredFile.objects.filter(tenant=tenant, id__in=file_ids)}
+    # locked (in one order) until the attach commits: a file deleted meanwhile is a 404
+    # here, and a delete that comes later waits and deletes its place in the store too
+    rows = (StoredFile.objects.filter(tenant=tenant, id__in=file_ids).order_by("id")
+            .select_for_update(no_key=True))
+    found = {row.id: row for row in rows}
     for file_id in file_ids:
         if file_id not in found:
             raise file_not_found(file_id, param)
@@ -130,9 +134,9 @@ def store_create(tenant: Tenant, data) -> dict:
     metadata = _metadata(data.get("metadata"))
     days = _expires_after_days(data.get("expires_after"))
     strategy = _chunking(data.get("chunking_strategy"))
-    files = _tenant_files(tenant, data.get("file_ids") or [], "file_ids")
     now = timezone.now()
     with transaction.atomic():
+        files = _tenant_files(tenant, data.get("file_ids") or [], "file_ids")
         store = VectorStore.objects.create(
             id=new_id("vs"), tenant=tenant, name=name, description=description,
             metadata=metadata, created_at=now, last_active_at=now, expires_after_days=days,
@@ -156,7 +160,14 @@ def store_update(tenant: Tenant, store_id: str, data) -> dict:
 
 
 def store_delete(tenant: Tenant, store_id: str) -> dict:
-    selectors.store_row(tenant, store_id).delete()
+    with transaction.atomic():
+        # locked first, as attaches lock it: one committing meanwhile has its rows deleted
+        # with the store, one waiting finds the store gone (its 404)
+        store = selectors.store_row(tenant, store_id, lock=True)
+        # then its files' places, before any of their chunks, as a file's delete and an
+        # ingestion lock a place: none of them then waits for the other holding a chunk
+        list(store.files.order_by("pk").select_for_update().values_list("pk", flat=True))
+        store.delete()
     return {"id": store_id, "object": "vector_store.deleted", "deleted": True}
 
 
@@ -178,14 +189,18 @@ def store_file_create(tenant: Tenant, store_id: str, data) -> dict:
 def store_file_update(tenant: Tenant, store_id: str, file_id: str, data) -> dict:
     data = _object(data, {"attributes"})
     attributes = attributes_of(data.get("attributes"))
-    row = selectors.store_file_row(tenant, store_id, file_id)
-    row.attributes = attributes
-    row.save(update_fields=["attributes"])
+    with transaction.atomic():
+        # locked: a detach committed meanwhile makes it a 404, not an update of no row
+        row = selectors.store_file_row(tenant, store_id, file_id, lock=True)
+        row.attributes = attributes
+        row.save(update_fields=["attributes"])
     return selectors.store_file_object(row)
 
 
 def store_file_delete(tenant: Tenant, store_id: str, file_id: str) -> dict:
-    selectors.store_file_row(tenant, store_id, file_id).delete()
+    with transaction.atomic():
+        # the place locked before its chunks are deleted, as every other delete locks it
+        selectors.store_file_row(tenant, store_id, file_id, lock=True).delete()
     return {"id": file_id, "object": "vector_store.file.deleted", "deleted": True}
 
 

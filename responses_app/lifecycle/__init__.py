@@ -5,4 +5,5 @@
 from .endings import (STORE_LOST, WORKER_LOST, cancel_queued, discard_abandoned,  # noqa: F401
                       discard_unstarted, fail_orphan, forget_before_claim,
                       forget_unsent, settle)
-from .transitions import claim_carried, claim_job, insert_response, store_result  # noqa: F401
+from .transitions import (claim_carried, claim_job, count_deleted_run,  # noqa: F401
+                          insert_response, store_result)

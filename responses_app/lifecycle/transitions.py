@@ -110,3 +110,17 @@ def _store_in_transaction(job: Job, resource: dict, first_delta_at: datetime | N
                              job.input_items + list(resource.get("output") or []),
                              response_id=job.id)
         return won
+
+
+def count_deleted_run(job: Job, resource: dict) -> bool:
+    """After store_result found no row it owns: True when the run's stored response was
+    deleted by its owner while it ran (the watchdog fails a stored row, never removes it),
+    its usage then counted (the upstream spent it); the run still settles and publishes its
+    end, so that its streams end. False: the watchdog ended it in the run's place."""
+    if not job.store or StoredResponse.objects.filter(id=job.id).exists():
+        return False
+    with transaction.atomic():
+        record_response_usage(response_id=job.id, tenant_id=job.tenant_id,
+                              api_key_id=job.context.get("api_key_id"), model=job.model,
+                              resource=resource)
+    return True

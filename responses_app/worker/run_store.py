@@ -45,6 +45,7 @@ class GivenUp(Exception):
 class Stored(Enum):
     STORED = "stored"      # the result (or its failure) is stored: publish its end
     LOST = "lost"          # the run no longer owns its response (the watchdog ended it)
+    DELETED = "deleted"    # its owner deleted the response meanwhile: publish its end
     GIVEN_UP = "given up"  # not stored in time: the watchdog ends it
 
 
@@ -101,7 +102,14 @@ async def store_with_retries(job, ending, first_delta_at) -> Stored:
         except Exception:  # given up, or refused again
             log.exception("storing %s as failed failed too; left to the watchdog", job.id)
             return Stored.GIVEN_UP
-    return Stored.STORED if stored else Stored.LOST
+    if stored:
+        return Stored.STORED
+    try:
+        deleted = await blocking(lifecycle.count_deleted_run, job, job.resource)
+    except Exception:  # the database is away again: left as lost (its streams keep waiting)
+        log.exception("run %s: whether its response was deleted could not be read", job.id)
+        deleted = False
+    return Stored.DELETED if deleted else Stored.LOST
 
 
 async def give_up(job, streaming, ending) -> None:
