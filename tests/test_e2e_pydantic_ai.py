@@ -120,9 +120,9 @@ async def streamed(agent: Agent, prompt: str) -> tuple[list[str], object]:
         return deltas, await stream.get_output()
 
 
-def test_responses_model_runs_and_streams_text(client, clean_upstream):
-    agent = client.agent(OpenAIResponsesModel, "fake-text")
-
+def said_hello(agent: Agent):
+    """A run and a streamed run of `agent` on `fake-text`: both say HELLO, the run with the
+    fake's exact usage; the run's result."""
     async def scenario():
         return await agent.run("hi"), await streamed(agent, "hi")
 
@@ -130,6 +130,11 @@ def test_responses_model_runs_and_streams_text(client, clean_upstream):
     assert (run.output, deltas, output) == ("".join(HELLO), HELLO, "".join(HELLO))
     assert run.usage == RunUsage(requests=1, input_tokens=12, output_tokens=5,
                                  cache_read_tokens=4, details={"reasoning_tokens": 0})
+    return run
+
+
+def test_responses_model_runs_and_streams_text(client, clean_upstream):
+    run = said_hello(client.agent(OpenAIResponsesModel, "fake-text"))
     whole, stream = client.recorder.responses()
     assert run.response.provider_response_id == whole["id"]
     assert [item["content"][0]["text"] for item in (whole["output"][0], stream["output"][0])] == [
@@ -278,15 +283,7 @@ def test_responses_model_carries_message_history(client, openai_client, clean_up
 
 
 def test_chat_model_runs_and_streams_text(client, clean_upstream):
-    agent = client.agent(OpenAIChatModel, "fake-text")
-
-    async def scenario():
-        return await agent.run("hi"), await streamed(agent, "hi")
-
-    run, (deltas, output) = asyncio.run(scenario())
-    assert (run.output, deltas, output) == ("".join(HELLO), HELLO, "".join(HELLO))
-    assert run.usage == RunUsage(requests=1, input_tokens=12, output_tokens=5,
-                                 cache_read_tokens=4, details={"reasoning_tokens": 0})
+    said_hello(client.agent(OpenAIChatModel, "fake-text"))
     messages = [SYSTEM, {"role": "user", "content": "hi"}]
     assert client.recorder.sent() == [
         {"model": "fake-text", "stream": False, "messages": messages},

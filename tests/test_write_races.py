@@ -181,35 +181,26 @@ def test_store_delete_racing_an_ingestion_deletes_its_chunks_too(tenant):
             Chunk.objects.count(), StoredFile.objects.count()) == (0, 0, 0, 1)
 
 
-def test_store_delete_racing_a_file_delete_does_not_deadlock(tenant):
+@pytest.mark.parametrize("path, deleted, left", [
+    ("/v1/vector_stores/vs_race", {"id": "vs_race", "object": "vector_store.deleted",
+                                   "deleted": True}, (0, 0, 0, 1)),
+    ("/v1/vector_stores/vs_race/files/file-race", {
+        "id": "file-race", "object": "vector_store.file.deleted", "deleted": True}, (1, 0, 0, 1)),
+], ids=["store delete", "detach"])
+def test_a_store_delete_or_detach_racing_a_file_delete_does_not_deadlock(tenant, path, deleted,
+                                                                         left):
     """The file's delete has locked its place in the store (its first step after the file)
-    when the store's delete comes; it then deletes the place's chunks. The store's delete
-    used to delete the store's chunks first and wait for the place: a deadlock (503)."""
+    when the store's delete (or the file's detach from the store) comes; it then deletes
+    the place's chunks. The store's delete and the detach used to delete the chunks first
+    and wait for the place: a deadlock (503)."""
     store, stored = _store_and_file(tenant)
     place = VectorStoreFile.objects.create(store=store, file=stored, created_at=NOW)
     vector = [1.0] + [0.0] * (settings.EMBEDDING_DIMENSIONS - 1)
     ingestion._store(place, [Piece(text="deploys on tuesdays", tokens=3)], [vector])
     status, body = request_while_held(
-        tenant, "delete", "/v1/vector_stores/vs_race", None,
+        tenant, "delete", path, None,
         lambda: list(VectorStoreFile.objects.select_for_update().filter(pk=place.pk)),
         then=lambda: Chunk.objects.filter(store_file=place).delete())
-    assert (status, body) == (200, {"id": "vs_race", "object": "vector_store.deleted",
-                                    "deleted": True})
+    assert (status, body) == (200, deleted)
     assert (VectorStore.objects.count(), VectorStoreFile.objects.count(),
-            Chunk.objects.count(), StoredFile.objects.count()) == (0, 0, 0, 1)
-
-
-def test_detach_racing_a_file_delete_does_not_deadlock(tenant):
-    """As above, with the file's detach from the store in the store's delete's place."""
-    store, stored = _store_and_file(tenant)
-    place = VectorStoreFile.objects.create(store=store, file=stored, created_at=NOW)
-    vector = [1.0] + [0.0] * (settings.EMBEDDING_DIMENSIONS - 1)
-    ingestion._store(place, [Piece(text="deploys on tuesdays", tokens=3)], [vector])
-    status, body = request_while_held(
-        tenant, "delete", "/v1/vector_stores/vs_race/files/file-race", None,
-        lambda: list(VectorStoreFile.objects.select_for_update().filter(pk=place.pk)),
-        then=lambda: Chunk.objects.filter(store_file=place).delete())
-    assert (status, body) == (200, {"id": "file-race", "object": "vector_store.file.deleted",
-                                    "deleted": True})
-    assert (VectorStoreFile.objects.count(), Chunk.objects.count(),
-            StoredFile.objects.count()) == (0, 0, 1)
+            Chunk.objects.count(), StoredFile.objects.count()) == left
