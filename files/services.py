@@ -86,7 +86,7 @@ def file_delete(tenant: Tenant, file_id: str) -> dict:
         row = file_row(tenant, file_id, lock=True)
         # and its places, as an ingestion storing chunks locks its own: one committing
         # meanwhile has its chunks deleted too (not left referencing a deleted place)
-        list(row.stores.order_by("pk").select_for_update().values_list("pk", flat=True))
+        row.stores.lock_in_order()
         storage_name = row.storage_name
         row.delete()
         transaction.on_commit(lambda: file_storage().delete(storage_name))

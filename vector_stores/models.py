@@ -58,6 +58,14 @@ class FileBatch(models.Model):
         return self.id
 
 
+class PlaceQuerySet(models.QuerySet):
+    def lock_in_order(self) -> None:
+        """Lock these places (FOR UPDATE) in pk order, the one order in which every delete
+        (a store's, a file's) takes places, before any of their chunks: an ingestion or a
+        detach locking one of them then never waits for a delete holding a chunk of it."""
+        list(self.order_by("pk").select_for_update().values_list("pk", flat=True))
+
+
 class VectorStoreFile(models.Model):
     """A file attached to a store, and its ingestion: in_progress → completed | failed
     (with last_error) | cancelled. `claimed_at` is set by the ingestion task that works on
@@ -77,6 +85,8 @@ class VectorStoreFile(models.Model):
     created_at = models.DateTimeField()
     claimed_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
+
+    objects = PlaceQuerySet.as_manager()
 
     class Meta:
         db_table = "vector_store_files"

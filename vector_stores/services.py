@@ -166,7 +166,7 @@ def store_delete(tenant: Tenant, store_id: str) -> dict:
         store = selectors.store_row(tenant, store_id, lock=True)
         # then its files' places, before any of their chunks, as a file's delete and an
         # ingestion lock a place: none of them then waits for the other holding a chunk
-        list(store.files.order_by("pk").select_for_update().values_list("pk", flat=True))
+        store.files.lock_in_order()
         store.delete()
     return {"id": store_id, "object": "vector_store.deleted", "deleted": True}
 
