@@ -7,7 +7,14 @@ import time
 
 import httpx
 
+from tests.oracles import check_sse_stream
+
 HANG_GUARD_SECONDS = 30  # a stream that has not ended by then hangs (keep-alives only)
+COMPLETED_TEXT = [
+    "response.created", "response.in_progress", "response.output_item.added",
+    "response.content_part.added", *["response.output_text.delta"] * 3,
+    "response.output_text.done", "response.content_part.done", "response.output_item.done",
+    "response.completed"]
 
 
 def _events(lines) -> list[dict]:
@@ -34,11 +41,12 @@ class StreamReader(threading.Thread):
                 if line.startswith("data: ") and "response.output_text.delta" in line:
                     self.first_delta.set()
 
-    def ended(self) -> list[dict]:
-        """Its events once the stream ended (fails if it did not: a hang)."""
+    def checked(self) -> tuple[list[dict], dict]:
+        """Its events and final response once the stream ended (fails if it did not: a
+        hang), through the shared stream checks."""
         self.join(HANG_GUARD_SECONDS)
         assert not self.is_alive(), f"the stream did not end: {self.lines[-6:]}"
-        return _events(self.lines)
+        return check_sse_stream("\n".join(self.lines).encode() + b"\n")
 
 
 def test_deleting_a_running_response_ends_its_streams(production, tenant_key, upstream):
@@ -61,11 +69,13 @@ def test_deleting_a_running_response_ends_its_streams(production, tenant_key, up
             "id": response_id, "object": "response", "deleted": True})
         upstream.release(model)
 
-        for reader in (creator, resumed):
-            events = reader.ended()
-            assert reader.status == 200
-            assert events[-1]["type"] == "response.completed"
-            assert events[-1]["response"]["output"][0]["content"][0]["text"] == "w0 w1 w2 "
+        streams = [reader.checked() for reader in (creator, resumed)]
+        assert (creator.status, resumed.status) == (200, 200)
+        (events, final), (replayed, _) = streams
+        assert replayed == events  # the resume from the start: the same events
+        assert [event["type"] for event in events] == COMPLETED_TEXT
+        assert (final["status"], final["output"][0]["content"][0]["text"]) == (
+            "completed", "w0 w1 w2 ")
         gone = api.get(f"/responses/{response_id}")
         assert (gone.status_code, gone.json()) == (404, {"error": {
             "message": f"No response found with id '{response_id}'.",
